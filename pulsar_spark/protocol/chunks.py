@@ -1,0 +1,149 @@
+"""Reassembly of chunked messages.
+
+A producer splits a message larger than the broker's ``max_message_size``
+into chunks, each its own entry, after compressing it whole. Every chunk
+repeats the metadata and adds::
+
+    uuid                  producer_name + "-" + sequence_id, the same on all chunks
+    chunk_id              0 .. num_chunks_from_msg - 1
+    num_chunks_from_msg   how many chunks (> 1)
+    total_chunk_msg_size  size of the whole (still compressed) payload
+
+Chunks are never batched. The message is complete when its last chunk
+arrives; it is then decompressed whole with the metadata's
+``uncompressed_size``, and its id is the last chunk's, with
+``first_chunk_message_id`` pointing at the first.
+
+Rules for chunk streams that are not a clean 0..n-1 run:
+
+* chunk 0 again for a known uuid: start that message over (a re-send);
+* a chunk id at or below the last one seen: a duplicate, dropped;
+* a chunk id after a gap: corruption, :class:`ChunkError`;
+* a chunk id > 0 with no message started (a read that began mid-message):
+  dropped, since the message began before the reader's start.
+
+Dropped chunks are counted in :attr:`ChunkAssembler.dropped` so that the
+reader can return their flow permits.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from . import PulsarApi_pb2 as pb
+from .errors import ChunkError
+from .framing import DEFAULT_MAX_FRAME_SIZE
+
+__all__ = ["ChunkAssembler", "ChunkedMessage", "is_chunk"]
+
+
+def is_chunk(metadata: pb.MessageMetadata) -> bool:
+    """Whether an entry is one chunk of a larger message."""
+    return (
+        not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1
+    )
+
+
+@dataclass(slots=True)
+class ChunkedMessage:
+    """A reassembled message: first chunk's metadata, whole payload, both ids."""
+
+    metadata: pb.MessageMetadata
+    payload: bytes
+    #: (ledger, entry) of the first and of the last chunk.
+    first: tuple[int, int]
+    last: tuple[int, int]
+
+
+@dataclass(slots=True)
+class _Pending:
+    metadata: pb.MessageMetadata
+    first: tuple[int, int]
+    parts: list[bytes | memoryview] = field(default_factory=list)
+    size: int = 0
+    last_chunk: int = 0
+
+
+class ChunkAssembler:
+    """Puts chunks back together, with bounded memory.
+
+    Args:
+        max_pending: most messages being assembled at once; beyond it the
+            oldest incomplete one is evicted and counted in :attr:`evicted`.
+        max_message_size: largest whole (compressed) message accepted;
+            a larger ``total_chunk_msg_size`` is corruption.
+    """
+
+    def __init__(self, *, max_pending: int = 100, max_message_size: int = 64 * DEFAULT_MAX_FRAME_SIZE):
+        self.max_pending = max_pending
+        self.max_message_size = max_message_size
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        #: Chunks dropped as duplicates or as the tail of a message begun before the read.
+        self.dropped = 0
+        #: uuids of incomplete messages evicted to respect ``max_pending``.
+        self.evicted: list[str] = []
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def add(
+        self, ledger: int, entry: int, metadata: pb.MessageMetadata, payload: bytes | memoryview
+    ) -> ChunkedMessage | None:
+        """Take one chunk; return the whole message when this was its last chunk.
+
+        Raises:
+            ChunkError: inconsistent chunk metadata, a gap, or a size beyond limits.
+        """
+        uuid = metadata.uuid
+        chunk_id = metadata.chunk_id
+        count = metadata.num_chunks_from_msg
+        total = metadata.total_chunk_msg_size
+        where = f"{ledger}:{entry}"
+        if not metadata.HasField("uuid") or not 0 <= chunk_id < count:
+            msg = f"chunk {chunk_id} of {count} (uuid {uuid!r}) has inconsistent chunk metadata"
+            raise ChunkError(msg, message_id=where)
+        if not 0 <= total <= self.max_message_size:
+            msg = (
+                f"chunked message {uuid!r} declares {total} bytes, above the limit of "
+                f"{self.max_message_size}"
+            )
+            raise ChunkError(msg, message_id=where)
+        pending = self._pending.get(uuid)
+        if chunk_id == 0:
+            pending = _Pending(metadata, (ledger, entry))
+            self._pending[uuid] = pending
+            self._pending.move_to_end(uuid)
+            self._evict()
+        elif pending is None or chunk_id <= pending.last_chunk:
+            self.dropped += 1
+            return None
+        elif chunk_id != pending.last_chunk + 1:
+            del self._pending[uuid]
+            msg = (
+                f"chunked message {uuid!r} jumps from chunk {pending.last_chunk} to "
+                f"{chunk_id}: chunks are missing"
+            )
+            raise ChunkError(msg, message_id=where)
+        pending.last_chunk = chunk_id
+        pending.parts.append(payload)
+        pending.size += len(payload)
+        if pending.size > total:
+            del self._pending[uuid]
+            msg = f"chunks of message {uuid!r} add up to more than its declared {total} bytes"
+            raise ChunkError(msg, message_id=where)
+        if chunk_id < count - 1:
+            return None
+        del self._pending[uuid]
+        if pending.size != total:
+            msg = f"chunks of message {uuid!r} add up to {pending.size} bytes, not {total}"
+            raise ChunkError(msg, message_id=where)
+        return ChunkedMessage(
+            pending.metadata, b"".join(pending.parts), pending.first, (ledger, entry)
+        )
+
+    def _evict(self) -> None:
+        while len(self._pending) > self.max_pending:
+            uuid, _ = self._pending.popitem(last=False)
+            self.evicted.append(uuid)

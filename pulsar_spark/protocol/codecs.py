@@ -1,0 +1,167 @@
+"""Payload compression codecs, as Pulsar producers write them.
+
+========  ====================================================================
+NONE      payload as is
+LZ4       one raw LZ4 *block*: no frame header, no size prefix
+ZLIB      a zlib (RFC 1950) stream; Java and C++ producers sync-flush and never
+          finish it, so it may have no final block and no Adler-32 trailer
+ZSTD      one standard zstd frame
+SNAPPY    one raw Snappy *block* (not the framed/stream format)
+========  ====================================================================
+
+The whole batch payload is compressed as one unit, and
+``MessageMetadata.uncompressed_size`` says what it inflates to. Decoding
+checks that size before allocating anything (it must not exceed the caller's
+limit, normally the frame limit) and checks the result against it after.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import cramjam
+import lz4.block
+import zstandard
+
+from . import PulsarApi_pb2 as pb
+from .errors import DecompressionError, EncodeError, UncompressedSizeMismatch
+
+__all__ = ["CODEC_NAMES", "codec_by_name", "compress", "decompress"]
+
+Buffer = bytes | bytearray | memoryview
+
+#: Codec names as users write them, by wire value.
+CODEC_NAMES: dict[int, str] = {
+    pb.NONE: "none",
+    pb.LZ4: "lz4",
+    pb.ZLIB: "zlib",
+    pb.ZSTD: "zstd",
+    pb.SNAPPY: "snappy",
+}
+_BY_NAME = {name: value for value, name in CODEC_NAMES.items()}
+
+_zstd_compressor = zstandard.ZstdCompressor(level=3)
+_zstd_decompressor = zstandard.ZstdDecompressor()
+
+
+def codec_by_name(name: str | None) -> int:
+    """Wire value of a codec given by name (case-insensitive; ``None`` = NONE).
+
+    Raises:
+        ValueError: not a codec Pulsar knows; the message lists the valid names.
+    """
+    if name is None:
+        return pb.NONE
+    try:
+        return _BY_NAME[name.strip().lower()]
+    except KeyError:
+        valid = ", ".join(sorted(_BY_NAME))
+        msg = f"unknown compression {name!r}; expected one of {valid}"
+        raise ValueError(msg) from None
+
+
+def compress(codec: int, data: Buffer) -> bytes:
+    """Compress a payload the way the official producers do."""
+    if codec == pb.NONE:
+        return bytes(data)
+    if codec == pb.LZ4:
+        return lz4.block.compress(data, store_size=False)
+    if codec == pb.ZLIB:
+        # A complete stream; decoders accept it as well as unfinished ones.
+        return zlib.compress(data)
+    if codec == pb.ZSTD:
+        return _zstd_compressor.compress(data)
+    if codec == pb.SNAPPY:
+        return bytes(cramjam.snappy.compress_raw(data))
+    msg = f"cannot compress with unknown codec {codec}"
+    raise EncodeError(msg)
+
+
+def decompress(codec: int, data: Buffer, uncompressed_size: int, limit: int) -> Buffer:
+    """Inflate ``data`` to exactly ``uncompressed_size`` bytes.
+
+    Args:
+        codec: ``CompressionType`` value from the metadata.
+        data: the compressed payload.
+        uncompressed_size: what the metadata declares.
+        limit: the largest size this call may allocate (the frame limit);
+            a declared size above it is rejected before any work is done.
+
+    Raises:
+        UncompressedSizeMismatch: declared size above ``limit``, or the
+            payload inflates to a different size.
+        DecompressionError: the codec rejects the bytes, or the codec is unknown.
+    """
+    if codec == pb.NONE:
+        return data
+    name = CODEC_NAMES.get(codec)
+    if name is None:
+        msg = f"unknown compression codec {codec}"
+        raise DecompressionError(msg)
+    if uncompressed_size > limit or uncompressed_size < 0:
+        msg = (
+            f"{name} payload declares an uncompressed size of {uncompressed_size} bytes, "
+            f"above the limit of {limit} bytes"
+        )
+        raise UncompressedSizeMismatch(msg)
+    try:
+        out = _DECODERS[codec](data, uncompressed_size)
+    except (UncompressedSizeMismatch, DecompressionError):
+        raise
+    except Exception as exc:  # each codec library has its own error types
+        msg = f"{name} payload of {len(data)} bytes does not decompress: {exc}"
+        raise DecompressionError(msg) from exc
+    if len(out) != uncompressed_size:
+        msg = (
+            f"{name} payload inflates to {len(out)} bytes, but its metadata declares "
+            f"{uncompressed_size}"
+        )
+        raise UncompressedSizeMismatch(msg)
+    return out
+
+
+def _lz4(data: Buffer, size: int) -> Buffer:
+    if size == 0:
+        return b""
+    return lz4.block.decompress(data, uncompressed_size=size)
+
+
+def _zlib(data: Buffer, size: int) -> Buffer:
+    inflater = zlib.decompressobj()
+    # One byte more than declared reveals a payload that inflates too far,
+    # without ever allocating more than size + 1.
+    out = inflater.decompress(data, size + 1)
+    if len(out) <= size and inflater.unconsumed_tail:
+        msg = "zlib stream has input left after its declared size"
+        raise UncompressedSizeMismatch(msg)
+    return out
+
+
+def _zstd(data: Buffer, size: int) -> Buffer:
+    # The frame header may carry its own content size, which the library would
+    # allocate without looking at max_output_size: check it first.
+    content_size = zstandard.get_frame_parameters(data).content_size
+    if content_size != zstandard.CONTENTSIZE_UNKNOWN and content_size != size:
+        msg = f"zstd frame declares {content_size} bytes inside, metadata declares {size}"
+        raise UncompressedSizeMismatch(msg)
+    if size == 0:
+        # max_output_size=0 would mean "unbounded": read one byte to prove emptiness.
+        with _zstd_decompressor.stream_reader(data) as reader:
+            return reader.read(1)
+    return _zstd_decompressor.decompress(data, max_output_size=size)
+
+
+def _snappy(data: Buffer, size: int) -> Buffer:
+    declared = cramjam.snappy.decompress_raw_len(data)
+    if declared != size:
+        msg = f"snappy payload declares {declared} bytes inside, metadata declares {size}"
+        raise UncompressedSizeMismatch(msg)
+    out = bytearray(size)
+    written = cramjam.snappy.decompress_raw_into(data, out)
+    if written != size:
+        msg = f"snappy payload inflates to {written} bytes, metadata declares {size}"
+        raise UncompressedSizeMismatch(msg)
+    return out
+
+
+_DECODERS = {pb.LZ4: _lz4, pb.ZLIB: _zlib, pb.ZSTD: _zstd, pb.SNAPPY: _snappy}

@@ -1,0 +1,150 @@
+"""Decode captured Pulsar traffic: ``python -m pulsar_spark.protocol.dump FILE...``.
+
+Each FILE is one direction of a connection as raw bytes (a concatenation of
+frames, e.g. ``shared/golden/*.bin``). Each frame becomes one line of JSON::
+
+    {"type": "MESSAGE", "offset": 1234,
+     "command": {...},            # the sub-command, protobuf JSON, .proto names
+     "metadata": {...},           # SEND / MESSAGE only: MessageMetadata
+     "messages": [                # SEND / MESSAGE only
+        {"payload": "<base64>", "key": "k" | null, "properties": {...},
+         "event_time": ms | null, "batch_index": n}]}
+
+Chunks of a large message carry ``"messages": []`` until the last one, whose
+line holds the reassembled message. With several files, each line also
+names its ``"file"``.
+
+Bad input ends the run with exit status 1 and one line on stderr that names
+the file, the byte offset and the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+
+from . import PulsarApi_pb2 as pb
+from .chunks import ChunkAssembler, is_chunk
+from .entry import Message, messages, open_entry
+from .errors import ProtocolError
+from .framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder, subcommand
+from .message_id import to_signed64
+
+__all__ = ["dump_stream", "main"]
+
+_READ_SIZE = 1 << 16
+
+
+def _to_dict(message: Any) -> dict[str, Any]:
+    return MessageToDict(message, preserving_proto_field_name=True)
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    return {
+        "payload": None if message.value is None else base64.b64encode(message.value).decode(),
+        "key": message.partition_key,
+        "properties": message.properties,
+        "event_time": message.event_time,
+        "batch_index": message.message_id.batch_index,
+    }
+
+
+def _where(frame: Frame) -> tuple[int, int, int]:
+    if frame.command.type == pb.BaseCommand.MESSAGE:
+        mid = frame.command.message.message_id
+        return to_signed64(mid.ledgerId), to_signed64(mid.entryId), mid.partition
+    return -1, -1, -1  # a SEND has no position yet
+
+
+def _frame_json(frame: Frame, chunks: ChunkAssembler, limit: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": frame.type_name,
+        "offset": frame.offset,
+        "command": _to_dict(subcommand(frame.command)),
+    }
+    if frame.metadata is None or frame.payload is None:
+        return out
+    out["metadata"] = _to_dict(frame.metadata)
+    if frame.broker_entry_metadata is not None:
+        out["broker_entry_metadata"] = _to_dict(frame.broker_entry_metadata)
+    ledger, entry_id, partition = _where(frame)
+    metadata, payload = frame.metadata, frame.payload
+    if is_chunk(metadata):
+        whole = chunks.add(ledger, entry_id, metadata, payload)
+        if whole is None:
+            out["messages"] = []
+            return out
+        metadata, payload = whole.metadata, whole.payload
+    entry = open_entry(
+        ledger, entry_id, partition, metadata, payload,
+        broker_entry_metadata=frame.broker_entry_metadata, limit=limit,
+    )
+    out["messages"] = [_message_json(m) for m in messages(entry)]
+    return out
+
+
+def dump_stream(chunks_in: Iterator[bytes], limit: int = DEFAULT_MAX_FRAME_SIZE) -> Iterator[dict]:
+    """Decode a byte stream (given in pieces) into one JSON-ready dict per frame.
+
+    Raises:
+        ProtocolError: the stream is not valid Pulsar frames; ``offset`` is set.
+    """
+    decoder = FrameDecoder(max_frame_size=limit)
+    assembler = ChunkAssembler(max_message_size=64 * limit)
+    for piece in chunks_in:
+        decoder.feed(piece)
+        for frame in decoder:
+            try:
+                yield _frame_json(frame, assembler, limit)
+            except ProtocolError as exc:
+                if exc.offset is None:
+                    exc = type(exc)(exc.reason, offset=frame.offset, message_id=exc.message_id)
+                raise exc from None
+    decoder.close()
+
+
+def _read(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        while piece := f.read(_READ_SIZE):
+            yield piece
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pulsar_spark.protocol.dump",
+        description="Decode captured Pulsar binary-protocol bytes into JSON lines, one per frame.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="one direction of a connection")
+    parser.add_argument(
+        "--max-frame-size", type=int, default=DEFAULT_MAX_FRAME_SIZE,
+        help=f"largest frame accepted, in bytes (default {DEFAULT_MAX_FRAME_SIZE})",
+    )
+    args = parser.parse_args(argv)
+    out = sys.stdout
+    for path in args.files:
+        try:
+            for record in dump_stream(_read(path), args.max_frame_size):
+                if len(args.files) > 1:
+                    record = {"file": path, **record}
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        except ProtocolError as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            return 1
+        except BrokenPipeError:  # the reader went away (| head): not an error
+            sys.stderr.close()
+            return 0
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Entries: what one SEND or MESSAGE frame carries, turned into messages.
+
+An *entry* is one stored unit: a single message, or a batch of them. Opening
+an entry decompresses its payload and, for a batch, splits it
+(:func:`open_entry`). Choosing which of its messages a reader delivers is a
+separate step (:func:`select`), with the filters a reader needs:
+
+1. markers (``marker_type`` set) are internal to the broker: skip the entry;
+2. items before the start id (the broker re-delivers the start entry whole);
+3. ``compacted_out`` items;
+4. items whose bit is clear in ``CommandMessage.ack_set`` (already acked).
+
+Every skipped item is counted, so the reader can give its flow permit back.
+:func:`messages` builds Python objects for tools and tests; the Arrow path
+(:mod:`.arrow`) reads the same :class:`Entry` columns without them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from . import PulsarApi_pb2 as pb
+from .batch import split_batch
+from .codecs import decompress
+from .errors import CorruptMessage, ProtocolError
+from .framing import DEFAULT_MAX_FRAME_SIZE
+from .message_id import MessageId
+
+__all__ = ["Entry", "Message", "open_entry", "select", "messages", "decode_key"]
+
+
+@dataclass(slots=True)
+class Entry:
+    """A decompressed (and, for a batch, split) entry, before filtering."""
+
+    ledger: int
+    entry: int
+    partition: int
+    metadata: pb.MessageMetadata
+    #: Decompressed payload.
+    data: bytes | bytearray | memoryview
+    #: Per item: SingleMessageMetadata (batches only), payload start and size.
+    smms: list[pb.SingleMessageMetadata] | None
+    starts: list[int]
+    sizes: list[int]
+    #: The batch index of each item: ``range(n)``, or the kept indexes of a
+    #: compacted batch; ``[-1]`` for a message that is not batched.
+    batch_indexes: Sequence[int]
+    broker_entry_metadata: pb.BrokerEntryMetadata | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    @property
+    def batched(self) -> bool:
+        return self.smms is not None
+
+    @property
+    def is_marker(self) -> bool:
+        return self.metadata.HasField("marker_type")
+
+    def message_id(self, batch_index: int = -1) -> MessageId:
+        return MessageId(self.ledger, self.entry, self.partition, batch_index)
+
+    def id_text(self, batch_index: int = -1) -> str:
+        return f"{self.ledger}:{self.entry}:{self.partition}:{batch_index}"
+
+
+def open_entry(
+    ledger: int,
+    entry: int,
+    partition: int,
+    metadata: pb.MessageMetadata,
+    payload: bytes | bytearray | memoryview,
+    *,
+    broker_entry_metadata: pb.BrokerEntryMetadata | None = None,
+    limit: int = DEFAULT_MAX_FRAME_SIZE,
+) -> Entry:
+    """Decompress and split one entry.
+
+    Args:
+        ledger, entry, partition: where the entry lives (for ids and errors).
+        metadata: its MessageMetadata.
+        payload: the frame's payload (for a chunked message, the reassembled one).
+        limit: most bytes decompression may allocate; a larger declared
+            ``uncompressed_size`` is corruption.
+
+    Raises:
+        CorruptMessage: (a subclass of) with the entry's message id in it.
+    """
+    where = f"{ledger}:{entry}:{partition}:-1"
+    try:
+        if metadata.compression:
+            data = decompress(metadata.compression, payload, metadata.uncompressed_size, limit)
+        else:
+            data = payload
+        if metadata.HasField("num_messages_in_batch"):
+            kept = metadata.compacted_batch_indexes
+            count = len(kept) if kept else metadata.num_messages_in_batch
+            smms, starts, sizes = split_batch(data, count)
+            indexes: Sequence[int] = list(kept) if kept else range(count)
+        else:
+            smms, starts, sizes, indexes = None, [0], [len(data)], (-1,)
+    except ProtocolError as exc:
+        raise type(exc)(exc.reason, message_id=where) from exc
+    return Entry(
+        ledger, entry, partition, metadata, data, smms, starts, sizes, indexes,
+        broker_entry_metadata,
+    )
+
+
+def select(
+    entry: Entry,
+    *,
+    ack_set: Sequence[int] = (),
+    start: MessageId | None = None,
+    start_inclusive: bool = True,
+) -> list[int]:
+    """Positions (into the entry's item lists) of the messages to deliver.
+
+    ``entry.count - len(result)`` items were filtered, and their permits are
+    owed back to the broker.
+
+    Args:
+        ack_set: ``CommandMessage.ack_set`` words; bit i clear = item i acked.
+        start: the reader's start id. Items before it (or at it, when not
+            inclusive) are skipped. A start whose batch index is -1 means the
+            whole entry.
+    """
+    if entry.is_marker:
+        return []
+    n = entry.count
+    keep = list(range(n))
+    if start is not None:
+        position = (entry.ledger, entry.entry)
+        bound = (start.ledger, start.entry)
+        if position < bound:
+            return []
+        if position == bound:
+            if start.batch_index < 0 or not entry.batched:
+                if not start_inclusive:
+                    return []
+            else:
+                indexes = entry.batch_indexes
+                first = start.batch_index if start_inclusive else start.batch_index + 1
+                keep = [i for i in keep if indexes[i] >= first]
+    smms = entry.smms
+    if smms is not None:
+        keep = [i for i in keep if not smms[i].compacted_out]
+        if ack_set:
+            indexes = entry.batch_indexes
+            keep = [i for i in keep if _bit(ack_set, indexes[i])]
+    return keep
+
+
+def _bit(words: Sequence[int], index: int) -> bool:
+    word = index >> 6
+    if word >= len(words):
+        return False
+    return bool(((words[word] & 0xFFFF_FFFF_FFFF_FFFF) >> (index & 63)) & 1)
+
+
+def decode_key(key: str, b64: bool, *, message_id: str = "") -> bytes:
+    """Partition key bytes: UTF-8 of the key, or its base64 decoding."""
+    if not b64:
+        return key.encode()
+    try:
+        return base64.b64decode(key, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        msg = f"partition key {key!r} is flagged base64 but does not decode: {exc}"
+        raise CorruptMessage(msg, message_id=message_id or None) from exc
+
+
+@dataclass(slots=True)
+class Message:
+    """One message as Python objects (tools and tests; readers use Arrow)."""
+
+    message_id: MessageId
+    value: bytes | None
+    key: bytes | None
+    #: The key as the producer gave it (base64 text when ``key`` was bytes).
+    partition_key: str | None
+    ordering_key: bytes | None
+    properties: dict[str, str]
+    event_time: int | None
+    publish_time: int
+    producer_name: str
+    sequence_id: int
+    schema_version: bytes | None = None
+    broker_publish_time: int | None = None
+    broker_index: int | None = None
+    replicated_from: str | None = None
+
+
+def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Message]:
+    """Build :class:`Message` objects for the chosen positions (all by default)."""
+    meta = entry.metadata
+    if positions is None:
+        positions = range(entry.count)
+    bem = entry.broker_entry_metadata
+    broker_time = bem.broker_timestamp if bem and bem.HasField("broker_timestamp") else None
+    last_index = bem.index if bem and bem.HasField("index") else None
+    total = entry.count
+    data = entry.data
+    out = []
+    for pos in positions:
+        batch_index = entry.batch_indexes[pos]
+        id_text = entry.id_text(batch_index)
+        start, size = entry.starts[pos], entry.sizes[pos]
+        src = entry.smms[pos] if entry.smms is not None else meta
+        if entry.smms is not None:
+            seq = (
+                src.sequence_id if src.HasField("sequence_id") else meta.sequence_id + batch_index
+            )
+        else:
+            seq = meta.sequence_id
+        if src.HasField("partition_key") and not src.null_partition_key:
+            pkey: str | None = src.partition_key
+            key: bytes | None = decode_key(
+                src.partition_key, src.partition_key_b64_encoded, message_id=id_text
+            )
+        else:
+            pkey = key = None
+        out.append(
+            Message(
+                message_id=entry.message_id(batch_index),
+                value=None if src.null_value else bytes(data[start : start + size]),
+                key=key,
+                partition_key=pkey,
+                ordering_key=src.ordering_key if src.HasField("ordering_key") else None,
+                properties={kv.key: kv.value for kv in src.properties},
+                event_time=src.event_time or None,
+                publish_time=meta.publish_time,
+                producer_name=meta.producer_name,
+                sequence_id=seq,
+                schema_version=meta.schema_version if meta.HasField("schema_version") else None,
+                broker_publish_time=broker_time,
+                broker_index=(
+                    None if last_index is None else last_index - total + pos + 1
+                ),
+                replicated_from=(
+                    meta.replicated_from if meta.HasField("replicated_from") else None
+                ),
+            )
+        )
+    return out
