@@ -1,0 +1,65 @@
+"""Sans-IO Pulsar binary protocol: framing, commands, metadata, batches, codecs, Arrow.
+
+Nothing in this package opens a socket, starts a thread or reads a clock.
+Bytes go in (:class:`FrameDecoder`), frames and messages come out; commands
+and payloads go in (:func:`encode_command`, :func:`encode_payload_command`),
+bytes come out.
+"""
+
+from . import PulsarApi_pb2 as pb
+from .arrow import ROW_SCHEMA, ArrowBatchBuilder, base_topic
+from .batch import BatchItems, encode_batch, is_batch, split_batch
+from .chunks import ChunkAssembler, ChunkedMessage, is_chunk
+from .codecs import CODEC_NAMES, codec_by_name, compress, decompress
+from .entry import Entry, Message, decode_key, messages, open_entry, select
+from .errors import (
+    BatchDecodeError,
+    ChecksumMismatch,
+    ChunkError,
+    CommandDecodeError,
+    CommandSizeError,
+    CorruptMessage,
+    DecompressionError,
+    EncodeError,
+    FrameError,
+    FrameTooLarge,
+    MetadataDecodeError,
+    ProtocolError,
+    PulsarError,
+    ServerError,
+    TruncatedFrame,
+    UncompressedSizeMismatch,
+    UnknownCommand,
+    server_error,
+)
+from .framing import (
+    DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    FRAME_PADDING,
+    Frame,
+    FrameDecoder,
+    command_name,
+    decode_frame_body,
+    encode_command,
+    encode_payload_command,
+    frame_limit_for,
+    subcommand,
+)
+from .message_id import EARLIEST, LATEST, MessageId
+
+__all__ = [
+    "pb",
+    "ROW_SCHEMA", "ArrowBatchBuilder", "base_topic",
+    "BatchItems", "encode_batch", "is_batch", "split_batch",
+    "ChunkAssembler", "ChunkedMessage", "is_chunk",
+    "CODEC_NAMES", "codec_by_name", "compress", "decompress",
+    "Entry", "Message", "decode_key", "messages", "open_entry", "select",
+    "BatchDecodeError", "ChecksumMismatch", "ChunkError", "CommandDecodeError",
+    "CommandSizeError", "CorruptMessage", "DecompressionError", "EncodeError", "FrameError",
+    "FrameTooLarge", "MetadataDecodeError", "ProtocolError", "PulsarError", "ServerError",
+    "TruncatedFrame", "UncompressedSizeMismatch", "UnknownCommand", "server_error",
+    "DEFAULT_MAX_FRAME_SIZE", "DEFAULT_MAX_MESSAGE_SIZE", "FRAME_PADDING", "Frame",
+    "FrameDecoder", "command_name", "decode_frame_body", "encode_command",
+    "encode_payload_command", "frame_limit_for", "subcommand",
+    "EARLIEST", "LATEST", "MessageId",
+]

@@ -54,6 +54,7 @@ __all__ = [
     "command_name",
     "subcommand",
     "frame_limit_for",
+    "decode_frame_body",
 ]
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
