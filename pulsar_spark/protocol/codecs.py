@@ -105,53 +105,74 @@ def decompress(codec: int, data: Buffer, uncompressed_size: int, limit: int) -> 
         )
         raise UncompressedSizeMismatch(msg)
     try:
-        out = _DECODERS[codec](data, uncompressed_size)
+        out = _DECODERS[codec](data, uncompressed_size, limit)
     except (UncompressedSizeMismatch, DecompressionError):
         raise
     except Exception as exc:  # each codec library has its own error types
         msg = f"{name} payload of {len(data)} bytes does not decompress: {exc}"
         raise DecompressionError(msg) from exc
     if len(out) != uncompressed_size:
+        # Decoders stop one byte past the declared size: "more" is all we know then.
+        got = f"more than {uncompressed_size}" if len(out) > uncompressed_size else len(out)
         msg = (
-            f"{name} payload inflates to {len(out)} bytes, but its metadata declares "
+            f"{name} payload inflates to {got} bytes, but its metadata declares "
             f"{uncompressed_size}"
         )
         raise UncompressedSizeMismatch(msg)
     return out
 
 
-def _lz4(data: Buffer, size: int) -> Buffer:
-    if size == 0:
-        return b""
-    return lz4.block.decompress(data, uncompressed_size=size)
+def _lz4(data: Buffer, size: int, limit: int) -> Buffer:
+    if not data and size == 0:
+        return b""  # some producers send an empty payload for an empty message
+    try:
+        return lz4.block.decompress(data, uncompressed_size=size)
+    except lz4.block.LZ4BlockError:
+        pass
+    # A raw block does not say how much it holds, and the library only reports
+    # "corrupt or too small": try again with room up to the limit to tell a
+    # lying uncompressed_size from bytes that are not LZ4 at all.
+    if limit > size:
+        try:
+            out = lz4.block.decompress(data, uncompressed_size=limit)
+        except lz4.block.LZ4BlockError:
+            pass
+        else:
+            msg = f"lz4 payload inflates to {len(out)} bytes, but its metadata declares {size}"
+            raise UncompressedSizeMismatch(msg)
+    msg = f"lz4 payload of {len(data)} bytes is not a raw LZ4 block of at most {limit} bytes"
+    raise DecompressionError(msg)
 
 
-def _zlib(data: Buffer, size: int) -> Buffer:
-    inflater = zlib.decompressobj()
+def _zlib(data: Buffer, size: int, limit: int) -> Buffer:
     # One byte more than declared reveals a payload that inflates too far,
     # without ever allocating more than size + 1.
-    out = inflater.decompress(data, size + 1)
-    if len(out) <= size and inflater.unconsumed_tail:
-        msg = "zlib stream has input left after its declared size"
-        raise UncompressedSizeMismatch(msg)
-    return out
+    return zlib.decompressobj().decompress(data, size + 1)
 
 
-def _zstd(data: Buffer, size: int) -> Buffer:
+def _zstd(data: Buffer, size: int, limit: int) -> Buffer:
     # The frame header may carry its own content size, which the library would
     # allocate without looking at max_output_size: check it first.
     content_size = zstandard.get_frame_parameters(data).content_size
-    if content_size != zstandard.CONTENTSIZE_UNKNOWN and content_size != size:
-        msg = f"zstd frame declares {content_size} bytes inside, metadata declares {size}"
-        raise UncompressedSizeMismatch(msg)
-    if size == 0:
-        # max_output_size=0 would mean "unbounded": read one byte to prove emptiness.
-        with _zstd_decompressor.stream_reader(data) as reader:
-            return reader.read(1)
-    return _zstd_decompressor.decompress(data, max_output_size=size)
+    if content_size != zstandard.CONTENTSIZE_UNKNOWN:
+        if content_size != size:
+            msg = f"zstd frame declares {content_size} bytes inside, metadata declares {size}"
+            raise UncompressedSizeMismatch(msg)
+        if size:
+            return _zstd_decompressor.decompress(data, max_output_size=size)
+    # No content size in the header (or an empty one): stream out at most
+    # one byte more than declared, which reveals a payload that inflates too far.
+    out = bytearray()
+    with _zstd_decompressor.stream_reader(data) as reader:
+        while len(out) <= size:
+            piece = reader.read(size + 1 - len(out))
+            if not piece:
+                break
+            out += piece
+    return out
 
 
-def _snappy(data: Buffer, size: int) -> Buffer:
+def _snappy(data: Buffer, size: int, limit: int) -> Buffer:
     declared = cramjam.snappy.decompress_raw_len(data)
     if declared != size:
         msg = f"snappy payload declares {declared} bytes inside, metadata declares {size}"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -32,7 +33,7 @@ from google.protobuf.json_format import MessageToDict
 from . import PulsarApi_pb2 as pb
 from .chunks import ChunkAssembler, is_chunk
 from .entry import Message, messages, open_entry
-from .errors import ProtocolError
+from .errors import CorruptMessage, ProtocolError
 from .framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder, subcommand
 from .message_id import to_signed64
 
@@ -45,11 +46,18 @@ def _to_dict(message: Any) -> dict[str, Any]:
     return MessageToDict(message, preserving_proto_field_name=True)
 
 
+def _text(value: str | bytes | None) -> str | None:
+    # protobuf hands out a string field that is not valid UTF-8 as bytes.
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return value
+
+
 def _message_json(message: Message) -> dict[str, Any]:
     return {
         "payload": None if message.value is None else base64.b64encode(message.value).decode(),
-        "key": message.partition_key,
-        "properties": message.properties,
+        "key": _text(message.partition_key),
+        "properties": {_text(k): _text(v) for k, v in message.properties.items()},
         "event_time": message.event_time,
         "batch_index": message.message_id.batch_index,
     }
@@ -81,6 +89,9 @@ def _frame_json(frame: Frame, chunks: ChunkAssembler, limit: int) -> dict[str, A
             out["messages"] = []
             return out
         metadata, payload = whole.metadata, whole.payload
+        # A chunked message is larger than a frame by nature: it may inflate
+        # to as much as the assembler accepts, not just to the frame limit.
+        limit = max(limit, chunks.max_message_size)
     entry = open_entry(
         ledger, entry_id, partition, metadata, payload,
         broker_entry_metadata=frame.broker_entry_metadata, limit=limit,
@@ -101,11 +112,18 @@ def dump_stream(chunks_in: Iterator[bytes], limit: int = DEFAULT_MAX_FRAME_SIZE)
         decoder.feed(piece)
         for frame in decoder:
             try:
-                yield _frame_json(frame, assembler, limit)
+                record = _frame_json(frame, assembler, limit)
             except ProtocolError as exc:
                 if exc.offset is None:
                     exc = type(exc)(exc.reason, offset=frame.offset, message_id=exc.message_id)
                 raise exc from None
+            except Exception as exc:  # e.g. string fields that are not UTF-8
+                msg = (
+                    f"cannot decode the messages of {frame.type_name}: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+                raise CorruptMessage(msg, offset=frame.offset) from exc
+            yield record
     decoder.close()
 
 
@@ -113,6 +131,10 @@ def _read(path: str) -> Iterator[bytes]:
     with open(path, "rb") as f:
         while piece := f.read(_READ_SIZE):
             yield piece
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split("\n"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,24 +148,37 @@ def main(argv: list[str] | None = None) -> int:
         help=f"largest frame accepted, in bytes (default {DEFAULT_MAX_FRAME_SIZE})",
     )
     args = parser.parse_args(argv)
-    out = sys.stdout
-    for path in args.files:
-        try:
-            for record in dump_stream(_read(path), args.max_frame_size):
-                if len(args.files) > 1:
-                    record = {"file": path, **record}
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        except ProtocolError as exc:
-            print(f"{path}: {exc}", file=sys.stderr)
-            return 1
-        except BrokenPipeError:  # the reader went away (| head): not an error
-            sys.stderr.close()
-            return 0
-        except OSError as exc:
-            print(f"{path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
-            return 1
-    out.flush()
+    try:
+        for path in args.files:
+            if not _dump_file(path, args.max_frame_size, name_file=len(args.files) > 1):
+                return 1
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (| head): not an error
+        # Keep the interpreter from failing again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0
+
+
+def _dump_file(path: str, limit: int, *, name_file: bool) -> bool:
+    """Write one file's frames to stdout; on bad input, one line to stderr and False."""
+    out = sys.stdout
+    try:
+        for record in dump_stream(_read(path), limit):
+            if name_file:
+                record = {"file": path, **record}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    except ProtocolError as exc:
+        error = f"{path}: {exc}"
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        error = f"{path}: cannot read: {exc.strerror or exc}"
+    else:
+        return True
+    out.flush()  # what was decoded before the error comes first
+    print(_one_line(error), file=sys.stderr)
+    return False
 
 
 if __name__ == "__main__":

@@ -160,9 +160,25 @@ class ServerError(PulsarError):
         if code is not None and code != type(self).code:
             self.code = code  # type: ignore[misc]
         self.broker_message = message
+        self.context = context
         name = _code_name(self.code)
         text = f"broker error {name}: {message}"
         super().__init__(f"{context}: {text}" if context else text)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exceptions pickle as cls(*args); args holds the formatted text, which
+        # would be wrapped a second time. Rebuild from the parts instead.
+        return (
+            _rebuild_server_error,
+            (type(self), self.broker_message, self.code, self.context),
+            self.__dict__,
+        )
+
+
+def _rebuild_server_error(
+    cls: type[ServerError], message: str, code: int, context: str
+) -> ServerError:
+    return cls(message, code=code, context=context)
 
 
 def _code_name(code: int) -> str:
@@ -202,7 +218,7 @@ for _name, _code in pb.ServerError.items():
     )
     _BY_CODE[_code] = _cls
     globals()[_cls.__name__] = _cls
-    __all__.append(_cls.__name__)  # noqa: PYI056
+    __all__.append(_cls.__name__)
 del _name, _code, _cls
 
 

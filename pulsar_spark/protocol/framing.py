@@ -29,7 +29,9 @@ import struct
 from dataclasses import dataclass
 
 from crc32c import crc32c
-from google.protobuf.message import DecodeError
+from google.protobuf.descriptor import FieldDescriptor as _FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import EncodeError as ProtobufEncodeError
 
 from . import PulsarApi_pb2 as pb
 from .errors import (
@@ -90,7 +92,7 @@ _FIELD_BY_TYPE: dict[int, str] = {
 }
 # Sub-commands with required fields must be present; PING/PONG-like ones may
 # be left out by a peer without losing anything.
-def _is_required(field) -> bool:  # noqa: ANN001
+def _is_required(field: _FieldDescriptor) -> bool:
     # ``label`` is gone from newer protobuf runtimes, ``is_required`` new in them.
     required = getattr(field, "is_required", None)
     return required if required is not None else field.label == field.LABEL_REQUIRED
@@ -114,15 +116,44 @@ def command_name(type_value: int) -> str:
         return f"UNKNOWN({type_value})"
 
 
-def subcommand(command: pb.BaseCommand):  # noqa: ANN201 - any Command* message
+def subcommand(command: pb.BaseCommand) -> Message:
     """The sub-command a BaseCommand carries, e.g. its ``CommandSendReceipt``."""
     return getattr(command, _FIELD_BY_TYPE[command.type])
 
 
 def encode_command(command: pb.BaseCommand) -> bytes:
-    """A simple (payload-free) command as one frame."""
-    body = command.SerializeToString()
+    """A simple (payload-free) command as one frame.
+
+    Raises:
+        EncodeError: the command is a SEND or MESSAGE (use
+            :func:`encode_payload_command`), lacks its sub-command, or misses
+            required fields.
+    """
+    if command.type in _PAYLOAD_TYPES:
+        msg = f"{command_name(command.type)} carries a payload: use encode_payload_command"
+        raise EncodeError(msg)
+    body = _serialize_command(command)
     return _SIZES.pack(len(body) + 4, len(body)) + body
+
+
+def _serialize_command(command: pb.BaseCommand) -> bytes:
+    """``command`` as bytes, refusing what :class:`FrameDecoder` would reject."""
+    name = _FIELD_BY_TYPE.get(command.type)
+    if name is None:
+        msg = f"cannot encode a command of unknown type {command.type}"
+        raise EncodeError(msg)
+    if command.type in _NEEDS_BODY and not command.HasField(name):
+        msg = f"{command_name(command.type)} command lacks its {name!r} body"
+        raise EncodeError(msg)
+    return _serialize(command)
+
+
+def _serialize(message: Message) -> bytes:
+    try:
+        return message.SerializeToString()
+    except ProtobufEncodeError as exc:  # required fields not set
+        msg = f"cannot encode {message.DESCRIPTOR.name}: {exc}"
+        raise EncodeError(msg) from exc
 
 
 def encode_payload_command(
@@ -140,21 +171,27 @@ def encode_payload_command(
     is what a broker prepends; clients leave it out.
 
     Raises:
-        EncodeError: the frame would exceed ``max_frame_size``.
+        EncodeError: the frame would exceed ``max_frame_size`` (which counts the
+            whole frame, as :class:`FrameDecoder` does), the command is not a
+            SEND or MESSAGE, or a message misses required fields.
     """
-    body = command.SerializeToString()
-    meta = metadata if isinstance(metadata, bytes) else metadata.SerializeToString()
+    if command.type not in _PAYLOAD_TYPES:
+        msg = f"{command_name(command.type)} carries no payload: use encode_command"
+        raise EncodeError(msg)
+    body = _serialize_command(command)
+    meta = metadata if isinstance(metadata, bytes) else _serialize(metadata)
     meta_part = _U32.pack(len(meta)) + meta
     checksum = crc32c(payload, crc32c(meta_part))
     head = b""
     if broker_entry_metadata is not None:
-        bem = broker_entry_metadata.SerializeToString()
+        bem = _serialize(broker_entry_metadata)
         head = _MAGIC_SIZE.pack(MAGIC_BROKER_ENTRY_METADATA, len(bem)) + bem
     total = 4 + len(body) + len(head) + 6 + len(meta_part) + len(payload)
-    if max_frame_size is not None and total > max_frame_size:
+    # The limit counts the whole frame, size prefix included, as the decoder does.
+    if max_frame_size is not None and total + _SIZE_PREFIX > max_frame_size:
         msg = (
-            f"{command_name(command.type)} frame of {total} bytes exceeds the frame limit "
-            f"of {max_frame_size} bytes"
+            f"{command_name(command.type)} frame of {total + _SIZE_PREFIX} bytes exceeds "
+            f"the frame limit of {max_frame_size} bytes"
         )
         raise EncodeError(msg)
     return b"".join(
@@ -201,7 +238,9 @@ class Frame:
     def broker_publish_time(self) -> int | None:
         """Broker timestamp (ms) from the broker entry metadata, if exposed."""
         bem = self.broker_entry_metadata
-        return bem.broker_timestamp if bem is not None and bem.HasField("broker_timestamp") else None
+        if bem is not None and bem.HasField("broker_timestamp"):
+            return bem.broker_timestamp
+        return None
 
     @property
     def broker_index(self) -> int | None:
@@ -219,12 +258,16 @@ class FrameDecoder:
     frame is left. After any error the stream cannot be resynchronised, and
     every later call raises the same error.
 
+    Each frame's size is checked against the limit before its body is
+    buffered; take the frames that are ready after each :meth:`feed` and the
+    buffer never holds more than one frame plus one received piece.
+
     Args:
         max_frame_size: largest ``total_size + 4`` accepted. Follow the broker's
             ``max_message_size`` with :meth:`set_max_message_size`.
     """
 
-    __slots__ = ("_buf", "_pos", "_base", "_error", "max_frame_size")
+    __slots__ = ("_base", "_buf", "_error", "_pos", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._buf = bytearray()
@@ -248,7 +291,14 @@ class FrameDecoder:
         return len(self._buf) - self._pos
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Add received bytes. Only buffers; frames come from :meth:`next_frame`."""
+        """Add received bytes. Only buffers; frames come from :meth:`next_frame`.
+
+        Raises:
+            FrameTooLarge: the next frame to be taken declares a size above the
+                limit; raised as soon as its 4-byte size is here, before its
+                body is buffered. (An oversized frame queued behind frames not
+                yet taken is reported by :meth:`next_frame` once they are.)
+        """
         if self._error is not None:
             raise self._error
         if self._pos and self._pos >= len(self._buf) // 2:
@@ -268,14 +318,21 @@ class FrameDecoder:
         """
         if self._error is not None:
             raise self._error
-        left = self.buffered
+        # Complete frames not taken yet are fine; only a partial one at the end is not.
+        buf, pos, end = self._buf, self._pos, len(self._buf)
+        while end - pos >= _SIZE_PREFIX:
+            (total,) = _U32.unpack_from(buf, pos)
+            if pos + _SIZE_PREFIX + total > end:
+                break
+            pos += _SIZE_PREFIX + total
+        left = end - pos
         if left:
             need = "its 4-byte size"
             if left >= _SIZE_PREFIX:
-                (total,) = _U32.unpack_from(self._buf, self._pos)
+                (total,) = _U32.unpack_from(buf, pos)
                 need = f"{total + _SIZE_PREFIX} bytes"
             msg = f"input ends inside a frame: {left} bytes present of {need}"
-            self._fail(TruncatedFrame(msg, offset=self.offset))
+            self._fail(TruncatedFrame(msg, offset=self._base + pos))
 
     def __iter__(self) -> FrameDecoder:
         return self
@@ -293,6 +350,9 @@ class FrameDecoder:
         buf, pos = self._buf, self._pos
         if len(buf) - pos < _SIZE_PREFIX:
             return None
+        # Checked here (against the limit in force now) as well as in feed():
+        # a frame taken before this one may have changed the limit.
+        self._check_next_size()
         (total,) = _U32.unpack_from(buf, pos)
         end = pos + _SIZE_PREFIX + total
         if end > len(buf):
@@ -301,12 +361,10 @@ class FrameDecoder:
         offset = self._base + pos
         self._pos = end
         try:
-            frame = decode_frame_body(data, offset)
+            return decode_frame_body(data, offset)
         except Exception as exc:
             self._error = exc
             raise
-        self._check_next_size()
-        return frame
 
     # -- internals -----------------------------------------------------------
 
@@ -380,6 +438,12 @@ def _parse_command(view: memoryview, offset: int) -> pb.BaseCommand:
             f"{command_name(command.type)} command lacks its "
             f"{_FIELD_BY_TYPE[command.type]!r} body"
         )
+        raise CommandDecodeError(msg, offset=offset)
+    # Parsing does not check required fields (serializing does); the
+    # reference clients reject a command that lacks them, and so do we.
+    if not command.IsInitialized():
+        missing = ", ".join(command.FindInitializationErrors())
+        msg = f"{command_name(command.type)} command lacks required fields: {missing}"
         raise CommandDecodeError(msg, offset=offset)
     return command
 
@@ -476,5 +540,9 @@ def _decode_payload_part(
     except (DecodeError, RuntimeError, ValueError) as exc:
         msg = f"cannot decode message metadata of {name}: {exc}"
         raise MetadataDecodeError(msg, offset=offset) from exc
+    if not metadata.IsInitialized():
+        missing = ", ".join(metadata.FindInitializationErrors())
+        msg = f"message metadata of {name} lacks required fields: {missing}"
+        raise MetadataDecodeError(msg, offset=offset)
     frame.metadata = metadata
     frame.payload = view[pos + meta_size :]

@@ -51,6 +51,9 @@ class MessageId:
     def parse(cls, text: str) -> MessageId:
         """Parse ``ledger:entry[:partition[:batch_index]]``.
 
+        Ledger and entry may be given signed or as the uint64 the wire carries
+        (``18446744073709551615`` is -1); they are stored signed.
+
         Raises:
             ValueError: the text is not such an id.
         """
@@ -63,6 +66,16 @@ class MessageId:
         except ValueError:
             msg = f"message id {text!r} has a part that is not an integer"
             raise ValueError(msg) from None
+        # Ledger and entry may be written as the wire's uint64 (2^64-1 for -1).
+        for i in (0, 1):
+            if not -(1 << 63) <= numbers[i] < (1 << 64):
+                msg = f"message id {text!r} has a ledger or entry outside 64 bits"
+                raise ValueError(msg)
+            numbers[i] = to_signed64(numbers[i])
+        for i in range(2, len(numbers)):
+            if not -(1 << 31) <= numbers[i] < (1 << 31):
+                msg = f"message id {text!r} has a partition or batch index outside 32 bits"
+                raise ValueError(msg)
         return cls(*numbers)
 
     @classmethod
@@ -92,16 +105,24 @@ class MessageId:
         """``(ledger, entry, batch_index)``, the key ids order by."""
         return (self.ledger, self.entry, self.batch_index)
 
-    def __lt__(self, other: MessageId) -> bool:
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, MessageId):
+            return NotImplemented
         return self.position < other.position
 
-    def __le__(self, other: MessageId) -> bool:
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, MessageId):
+            return NotImplemented
         return self.position <= other.position
 
-    def __gt__(self, other: MessageId) -> bool:
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, MessageId):
+            return NotImplemented
         return self.position > other.position
 
-    def __ge__(self, other: MessageId) -> bool:
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, MessageId):
+            return NotImplemented
         return self.position >= other.position
 
     def with_batch_index(self, batch_index: int) -> MessageId:
