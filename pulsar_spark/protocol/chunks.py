@@ -75,7 +75,9 @@ class ChunkAssembler:
             a larger ``total_chunk_msg_size`` is corruption.
     """
 
-    def __init__(self, *, max_pending: int = 100, max_message_size: int = 64 * DEFAULT_MAX_FRAME_SIZE):
+    def __init__(
+        self, *, max_pending: int = 100, max_message_size: int = 64 * DEFAULT_MAX_FRAME_SIZE
+    ) -> None:
         self.max_pending = max_pending
         self.max_message_size = max_message_size
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
@@ -89,18 +91,29 @@ class ChunkAssembler:
         return len(self._pending)
 
     def add(
-        self, ledger: int, entry: int, metadata: pb.MessageMetadata, payload: bytes | memoryview
+        self,
+        ledger: int,
+        entry: int,
+        metadata: pb.MessageMetadata,
+        payload: bytes | memoryview,
+        *,
+        partition: int = -1,
     ) -> ChunkedMessage | None:
         """Take one chunk; return the whole message when this was its last chunk.
 
+        Args:
+            ledger, entry, partition: where the chunk lives (for error messages).
+
         Raises:
-            ChunkError: inconsistent chunk metadata, a gap, or a size beyond limits.
+            ChunkError: inconsistent chunk metadata (also between the chunks of
+                one message), a gap, or a size beyond limits. The message's
+                partial chunks are dropped.
         """
         uuid = metadata.uuid
         chunk_id = metadata.chunk_id
         count = metadata.num_chunks_from_msg
         total = metadata.total_chunk_msg_size
-        where = f"{ledger}:{entry}"
+        where = f"{ledger}:{entry}:{partition}:-1"
         if not metadata.HasField("uuid") or not 0 <= chunk_id < count:
             msg = f"chunk {chunk_id} of {count} (uuid {uuid!r}) has inconsistent chunk metadata"
             raise ChunkError(msg, message_id=where)
@@ -124,6 +137,18 @@ class ChunkAssembler:
             msg = (
                 f"chunked message {uuid!r} jumps from chunk {pending.last_chunk} to "
                 f"{chunk_id}: chunks are missing"
+            )
+            raise ChunkError(msg, message_id=where)
+        elif (count, total) != (
+            pending.metadata.num_chunks_from_msg,
+            pending.metadata.total_chunk_msg_size,
+        ):
+            del self._pending[uuid]
+            first = pending.metadata
+            msg = (
+                f"chunk {chunk_id} of message {uuid!r} declares {count} chunks of "
+                f"{total} bytes, but its first chunk declared {first.num_chunks_from_msg} "
+                f"chunks of {first.total_chunk_msg_size} bytes"
             )
             raise ChunkError(msg, message_id=where)
         pending.last_chunk = chunk_id

@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from . import PulsarApi_pb2 as pb
 from .batch import split_batch
 from .codecs import decompress
-from .errors import CorruptMessage, ProtocolError
+from .errors import BatchDecodeError, CorruptMessage, ProtocolError
 from .framing import DEFAULT_MAX_FRAME_SIZE
-from .message_id import MessageId
+from .message_id import MessageId, to_signed64
 
-__all__ = ["Entry", "Message", "open_entry", "select", "messages", "decode_key"]
+_U64 = 0xFFFF_FFFF_FFFF_FFFF
+
+__all__ = ["Entry", "Message", "open_entry", "select", "messages", "decode_key", "text"]
 
 
 @dataclass(slots=True)
@@ -93,16 +95,21 @@ def open_entry(
         CorruptMessage: (a subclass of) with the entry's message id in it.
     """
     where = f"{ledger}:{entry}:{partition}:-1"
+    batched = metadata.HasField("num_messages_in_batch")
     try:
-        if metadata.compression:
-            data = decompress(metadata.compression, payload, metadata.uncompressed_size, limit)
-        else:
+        if not metadata.compression or (
+            # A tombstone may travel with no payload bytes at all, even when a
+            # codec is named: there is nothing to inflate.
+            not batched and metadata.null_value and not len(payload)
+        ):
             data = payload
-        if metadata.HasField("num_messages_in_batch"):
+        else:
+            data = decompress(metadata.compression, payload, metadata.uncompressed_size, limit)
+        if batched:
             kept = metadata.compacted_batch_indexes
             count = len(kept) if kept else metadata.num_messages_in_batch
             smms, starts, sizes = split_batch(data, count)
-            indexes: Sequence[int] = list(kept) if kept else range(count)
+            indexes: Sequence[int] = _kept_indexes(kept) if kept else range(count)
         else:
             smms, starts, sizes, indexes = None, [0], [len(data)], (-1,)
     except ProtocolError as exc:
@@ -157,17 +164,38 @@ def select(
     return keep
 
 
+def _kept_indexes(kept: Sequence[int]) -> list[int]:
+    """``compacted_batch_indexes`` checked: real batch indexes of the kept
+    items, so non-negative and in increasing order (each id once)."""
+    indexes = list(kept)
+    previous = -1
+    for index in indexes:
+        if index <= previous:
+            msg = (
+                f"compacted_batch_indexes {indexes} are not increasing non-negative "
+                "batch indexes"
+            )
+            raise BatchDecodeError(msg)
+        previous = index
+    return indexes
+
+
 def _bit(words: Sequence[int], index: int) -> bool:
     word = index >> 6
-    if word >= len(words):
+    if not 0 <= word < len(words):
         return False
     return bool(((words[word] & 0xFFFF_FFFF_FFFF_FFFF) >> (index & 63)) & 1)
 
 
-def decode_key(key: str, b64: bool, *, message_id: str = "") -> bytes:
-    """Partition key bytes: UTF-8 of the key, or its base64 decoding."""
+def decode_key(key: str | bytes, b64: bool, *, message_id: str = "") -> bytes:
+    """Partition key bytes: UTF-8 of the key, or its base64 decoding.
+
+    ``key`` is what protobuf gives for the ``partition_key`` string field:
+    ``str``, or ``bytes`` when the wire bytes are not valid UTF-8 (some
+    producers write raw bytes). Raw bytes are the key bytes as sent.
+    """
     if not b64:
-        return key.encode()
+        return key.encode() if isinstance(key, str) else bytes(key)
     try:
         return base64.b64decode(key, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -175,9 +203,23 @@ def decode_key(key: str, b64: bool, *, message_id: str = "") -> bytes:
         raise CorruptMessage(msg, message_id=message_id or None) from exc
 
 
+def text(value: str | bytes) -> str:
+    """A protobuf string field as ``str``.
+
+    protobuf hands back ``bytes`` for a string field whose wire bytes are not
+    valid UTF-8; those are decoded with U+FFFD replacements (as Java does).
+    """
+    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
+
+
 @dataclass(slots=True)
 class Message:
-    """One message as Python objects (tools and tests; readers use Arrow)."""
+    """One message as Python objects (tools and tests; readers use Arrow).
+
+    Text fields hold valid text: bytes that are not UTF-8 on the wire are
+    decoded with U+FFFD replacements, as the Java client does. ``sequence_id``
+    is signed 64-bit, like the Java client's and the Arrow ``sequenceId``.
+    """
 
     message_id: MessageId
     value: bytes | None
@@ -219,7 +261,7 @@ def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Messa
         else:
             seq = meta.sequence_id
         if src.HasField("partition_key") and not src.null_partition_key:
-            pkey: str | None = src.partition_key
+            pkey: str | None = text(src.partition_key)
             key: bytes | None = decode_key(
                 src.partition_key, src.partition_key_b64_encoded, message_id=id_text
             )
@@ -232,18 +274,18 @@ def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Messa
                 key=key,
                 partition_key=pkey,
                 ordering_key=src.ordering_key if src.HasField("ordering_key") else None,
-                properties={kv.key: kv.value for kv in src.properties},
+                properties={text(kv.key): text(kv.value) for kv in src.properties},
                 event_time=src.event_time or None,
                 publish_time=meta.publish_time,
-                producer_name=meta.producer_name,
-                sequence_id=seq,
+                producer_name=text(meta.producer_name),
+                sequence_id=to_signed64(seq & _U64),
                 schema_version=meta.schema_version if meta.HasField("schema_version") else None,
                 broker_publish_time=broker_time,
                 broker_index=(
                     None if last_index is None else last_index - total + pos + 1
                 ),
                 replicated_from=(
-                    meta.replicated_from if meta.HasField("replicated_from") else None
+                    text(meta.replicated_from) if meta.HasField("replicated_from") else None
                 ),
             )
         )
