@@ -18,20 +18,26 @@ producerName  string
 sequenceId    int64
 ============  ======================  =========================================
 
-:class:`ArrowBatchBuilder` gathers plain Python lists column by column (no
-dict or object per message) and turns them into Arrow arrays once per output
-batch. Payload bytes are joined in one call; ids are formatted by Arrow
-compute from per-entry prefixes and batch indexes.
+:class:`ArrowBatchBuilder` runs no Python code per message: :meth:`~ArrowBatchBuilder.add`
+copies each entry's decompressed payload into one reusable Arrow buffer and
+records a few numbers per entry; :meth:`~ArrowBatchBuilder.build` decodes
+every item's SingleMessageMetadata at once with NumPy (:mod:`.smm_columns`)
+and gathers keys, values and properties from that buffer in bulk. Ids are
+formatted by Arrow compute from per-entry prefixes and batch indexes.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .entry import Entry, decode_key
+from .entry import Entry, decode_key, text
+from .errors import CorruptMessage, ProtocolError
+from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, map_array
 
 __all__ = ["ROW_SCHEMA", "ArrowBatchBuilder", "base_topic"]
 
@@ -53,7 +59,7 @@ ROW_SCHEMA = pa.schema(
 )
 
 _PARTITION_SUFFIX = "-partition-"
-_MAX_VALUE_BYTES = 2**31 - 1
+_U32 = struct.Struct(">I")
 
 
 def base_topic(topic: str) -> tuple[str, int]:
@@ -73,8 +79,13 @@ class ArrowBatchBuilder:
 
         builder = ArrowBatchBuilder("persistent://public/default/t", partition=-1)
         builder.add(entry, select(entry, ...))
-        if builder.rows >= 10_000:
+        if builder.rows >= 10_000 or builder.value_bytes >= 64 << 20:
             yield builder.build()
+
+    A message that is not batched is laid out as a batch of one. Corrupt
+    metadata (an undecodable item, a base64 key that does not decode, a time
+    beyond the timestamp range) makes :meth:`build` raise
+    :class:`CorruptMessage` naming the message id; the builder is then empty.
 
     Args:
         topic: topic name; a ``-partition-N`` suffix is removed for the column.
@@ -84,160 +95,336 @@ class ArrowBatchBuilder:
     def __init__(self, topic: str, partition: int = -1) -> None:
         self.topic, _ = base_topic(topic)
         self.partition = partition
+        self._pool = _Pool()
         self._reset()
 
     def _reset(self) -> None:
         self.rows = 0
-        self._value_total = 0
-        self._values: list[bytes | memoryview] = []
-        self._value_sizes: list[int] = []
-        self._null_values: list[int] = []  # row numbers whose value is null
-        self._keys: list[bytes | None] = []
-        self._prop_keys: list[str] = []
-        self._prop_values: list[str] = []
-        self._prop_offsets: list[int] = [0]
-        self._event_times: list[int | None] = []
-        self._sequence_ids: list[int] = []
-        self._id_prefixes: list[str] = []
+        self._pool.clear()
+        self._entry_base: list[int] = []  # where each entry's data starts in the pool
+        # Per item of every added entry (selected or not): payload start
+        # (relative to its entry's data) and size.
+        self._starts: list[int] = []
+        self._sizes: list[int] = []
+        # Per selected row: item number over all items, and its batch index.
+        self._picked: list[int] = []
         self._batch_indexes: list[int] = []
-        # Per entry: (rows, publish_time_ms, producer_name)
-        self._entries: list[tuple[int, int, str]] = []
+        # Per entry.
+        self._item_counts: list[int] = []
+        self._publish: list[int] = []
+        self._producers: list[str] = []
+        self._base_seqs: list[int] = []
+        self._prefixes: list[str] = []
+        self._items = 0
 
     @property
     def value_bytes(self) -> int:
-        """Payload bytes gathered so far; keep it under 2 GiB per batch."""
-        return self._value_total
+        """Bytes held for the rows so far (payloads and their metadata)."""
+        return self._pool.used
 
     def add(self, entry: Entry, positions: Sequence[int] | None = None) -> None:
         """Append the messages of ``entry`` at ``positions`` (all by default)."""
+        count = entry.count
         if positions is None:
-            positions = range(entry.count)
+            positions = range(count)
         n = len(positions)
         if not n:
             return
+        if entry.smms is None:
+            data, starts, sizes = _as_batch_of_one(entry)
+        else:
+            data, starts, sizes = entry.data, entry.starts, entry.sizes
         meta = entry.metadata
-        data = entry.data
-        view = data if isinstance(data, memoryview) else memoryview(data)
-        starts, sizes = entry.starts, entry.sizes
+        first = self._items
+        self._entry_base.append(self._pool.append(data))
+        self._starts.extend(starts)
+        self._sizes.extend(sizes)
         indexes = entry.batch_indexes
-        prefix = f"{entry.ledger}:{entry.entry}:{entry.partition}:"
-        values, value_sizes, keys = self._values, self._value_sizes, self._keys
-        event_times, seqs = self._event_times, self._sequence_ids
-        prop_keys, prop_values, prop_offsets = self._prop_keys, self._prop_values, self._prop_offsets
-        batch_indexes = self._batch_indexes
-        row = self.rows
-        smms = entry.smms
-        base_seq = meta.sequence_id
-        for pos in positions:
-            # A batch item has its own metadata; a single message uses the entry's.
-            src = smms[pos] if smms is not None else meta
-            start = starts[pos]
-            size = sizes[pos]
-            if src.null_value:
-                self._null_values.append(row)
-                size = 0
-            else:
-                values.append(view[start : start + size])
-            value_sizes.append(size)
-            self._value_total += size
-            key = src.partition_key
-            if key:
-                if src.null_partition_key:
-                    keys.append(None)
-                elif src.partition_key_b64_encoded:
-                    keys.append(decode_key(key, True, message_id=prefix + str(indexes[pos])))
-                else:
-                    keys.append(key.encode())
-            elif src.HasField("partition_key") and not src.null_partition_key:
-                keys.append(b"")
-            else:
-                keys.append(None)
-            props = src.properties
-            if props:
-                for kv in props:
-                    prop_keys.append(kv.key)
-                    prop_values.append(kv.value)
-            prop_offsets.append(len(prop_keys))
-            event_times.append(src.event_time or None)
-            if smms is None:
-                seqs.append(base_seq)
-            else:
-                seq = src.sequence_id
-                if not seq and not src.HasField("sequence_id"):
-                    seq = base_seq + indexes[pos]
-                seqs.append(seq)
-            batch_indexes.append(indexes[pos])
-            row += 1
-        self._id_prefixes.extend([prefix] * n)
-        self._entries.append((n, meta.publish_time, meta.producer_name))
-        self.rows = row
+        if n == count:
+            self._picked.extend(range(first, first + count))
+            self._batch_indexes.extend(indexes)
+        else:
+            self._picked.extend([first + p for p in positions])
+            self._batch_indexes.extend([indexes[p] for p in positions])
+        self._items = first + count
+        self._item_counts.append(count)
+        self._publish.append(meta.publish_time)
+        self._producers.append(text(meta.producer_name))
+        self._base_seqs.append(meta.sequence_id)
+        self._prefixes.append(f"{entry.ledger}:{entry.entry}:{entry.partition}:")
+        self.rows += n
 
     def build(self) -> pa.RecordBatch:
-        """The gathered rows as one RecordBatch (possibly empty); starts a new one."""
+        """The gathered rows as one RecordBatch (possibly empty); starts a new one.
+
+        Raises:
+            CorruptMessage: (or a subclass) naming the first message at fault.
+        """
+        try:
+            return self._build() if self.rows else _empty_batch()
+        finally:
+            self._reset()
+
+    def _build(self) -> pa.RecordBatch:
         n = self.rows
-        value_offsets = [0] * (n + 1)
-        total = 0
-        for i, size in enumerate(self._value_sizes, 1):
-            total += size
-            value_offsets[i] = total
-        value_validity = None
-        if self._null_values:
-            mask = [True] * n
-            for row in self._null_values:
-                mask[row] = False
-            value_validity = pa.array(mask, pa.bool_()).buffers()[1]
-        if total > _MAX_VALUE_BYTES:
-            msg = (
-                f"{total} bytes of values do not fit one binary column; build() before "
-                f"value_bytes reaches {_MAX_VALUE_BYTES}"
-            )
-            raise ValueError(msg)
-        value_col = pa.Array.from_buffers(
-            pa.binary(),
-            n,
-            [
-                value_validity,
-                pa.array(value_offsets, pa.int32()).buffers()[1],
-                pa.py_buffer(b"".join(self._values)),
-            ],
-            null_count=len(self._null_values),
+        data = self._pool.view()
+        item_counts = np.array(self._item_counts, np.int64)
+        item_entry = np.repeat(np.arange(len(item_counts)), item_counts)
+        entry_base = np.array(self._entry_base, np.int64)
+        starts = np.array(self._starts, np.int64) + entry_base[item_entry]
+        sizes = np.array(self._sizes, np.int64)
+        # An item's metadata ends where its payload starts, and begins after
+        # the 4-byte size that follows the previous item's payload (or that
+        # opens its entry's data).
+        smm_starts = np.empty_like(starts)
+        smm_starts[1:] = starts[:-1] + sizes[:-1]
+        smm_starts[np.cumsum(item_counts) - item_counts] = entry_base
+        smm_starts += 4
+        picked = np.array(self._picked, np.int64)
+        row_entry = item_entry[picked]
+        batch_indexes = np.array(self._batch_indexes, np.int64)
+        values = self._pool.values(smm_starts - 4, starts, picked, sizes)
+        starts = starts[picked]
+        try:
+            cols = decode_smm_columns(data, smm_starts[picked], starts)
+        except ProtocolError as exc:
+            where = self._row_id(row_entry, batch_indexes, getattr(exc, "item", None))
+            raise type(exc)(exc.reason, message_id=where) from exc
+
+        seq = np.array(self._base_seqs, np.uint64)[row_entry]
+        seq = np.where(  # uint64 arithmetic wraps like the wire's
+            cols.has_sequence_id, cols.sequence_id, seq + batch_indexes.astype(np.uint64)
         )
-        publish, producers = [], []
-        for rows, publish_ms, producer in self._entries:
-            publish.extend([publish_ms] * rows)
-            producers.extend([producer] * rows)
-        ids = pc.binary_join_element_wise(
-            pa.array(self._id_prefixes, pa.string()),
-            pc.cast(pa.array(self._batch_indexes, pa.int32()), pa.string()),
-            "",
-        )
-        props = pa.MapArray.from_arrays(
-            pa.array(self._prop_offsets, pa.int32()),
-            pa.array(self._prop_keys, pa.string()),
-            pa.array(self._prop_values, pa.string()),
-        )
+        publish = np.array(self._publish, np.uint64)[row_entry]
         columns = [
-            pa.array(self._keys, pa.binary()),
-            value_col,
-            pa.array([self.topic] * n, pa.string()),
-            pa.array([self.partition] * n, pa.int32()),
-            ids,
-            _ms_to_ts(pa.array(publish, pa.int64())),
-            _ms_to_ts(pa.array(self._event_times, pa.int64())),
-            props,
-            pa.array(producers, pa.string()),
-            _int64(self._sequence_ids),
+            self._keys(cols, row_entry, batch_indexes),
+            _with_nulls(values, cols.null_value),
+            pc.take(pa.array([self.topic], pa.string()), pa.array(np.zeros(n, np.int32))),
+            pa.array(np.full(n, self.partition, np.int32)),
+            pc.binary_join_element_wise(
+                pc.take(pa.array(self._prefixes, pa.string()), pa.array(row_entry)),
+                pc.cast(pa.array(batch_indexes), pa.string()),
+                "",
+            ),
+            self._timestamps(publish, row_entry, batch_indexes, "publish time", unset=None),
+            self._timestamps(cols.event_time, row_entry, batch_indexes, "event time", unset=0),
+            self._properties(cols, row_entry, batch_indexes),
+            pc.take(pa.array(self._producers, pa.string()), pa.array(row_entry)),
+            pa.array(seq.view(np.int64)),
         ]
-        self._reset()
         return pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
 
+    # -- columns that can hold bad data ----------------------------------------
 
-def _int64(values: list[int]) -> pa.Array:
-    try:
-        return pa.array(values, pa.int64())
-    except OverflowError:  # uint64 on the wire: keep the bits
-        return pa.array(values, pa.uint64()).cast(pa.int64(), safe=False)
+    def _keys(self, cols: SmmColumns, row_entry: np.ndarray, batch_indexes: np.ndarray) -> pa.Array:
+        has_key = cols.has_key & ~cols.null_partition_key
+        keys = gather_binary(cols.data, cols.key_start, cols.key_len, has_key)
+        b64 = np.flatnonzero(has_key & cols.partition_key_b64_encoded)
+        if not len(b64):
+            return keys
+        # Base64 keys are rare: decode those rows one by one.
+        values = keys.to_pylist()
+        for row in b64.tolist():
+            where = self._row_id(row_entry, batch_indexes, row)
+            values[row] = decode_key(values[row], True, message_id=where)
+        return pa.array(values, pa.binary())
+
+    def _timestamps(
+        self,
+        ms: np.ndarray,
+        row_entry: np.ndarray,
+        batch_indexes: np.ndarray,
+        what: str,
+        unset: int | None,
+    ) -> pa.Array:
+        """Milliseconds (uint64 from the wire) as UTC microseconds; null where ``unset``."""
+        bad = ms > _MAX_MS
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            msg = f"{what} {int(ms[row])} ms is beyond the timestamp range"
+            raise CorruptMessage(msg, message_id=self._row_id(row_entry, batch_indexes, row))
+        micros = ms.astype(np.int64) * 1000
+        return pa.array(micros, _TS, mask=None if unset is None else ms == unset)
+
+    def _properties(
+        self, cols: SmmColumns, row_entry: np.ndarray, batch_indexes: np.ndarray
+    ) -> pa.Array:
+        try:
+            return map_array(cols)
+        except ProtocolError:
+            pass
+        # Some key or value is not UTF-8: decode with U+FFFD, as Java does.
+        data = cols.data
+        offsets = cols.prop_offsets
+        pairs = [
+            (
+                text(data[ks : ks + kl].tobytes()),
+                text(data[vs : vs + vl].tobytes()),
+            )
+            for ks, kl, vs, vl in zip(
+                cols.prop_key_start.tolist(),
+                cols.prop_key_len.tolist(),
+                cols.prop_value_start.tolist(),
+                cols.prop_value_len.tolist(),
+                strict=True,
+            )
+        ]
+        return pa.array(
+            [pairs[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)],
+            pa.map_(pa.string(), pa.string()),
+        )
+
+    def _row_id(
+        self, row_entry: np.ndarray, batch_indexes: np.ndarray, row: int | None
+    ) -> str | None:
+        if row is None or not 0 <= row < len(row_entry):
+            return None
+        return self._prefixes[int(row_entry[row])] + str(int(batch_indexes[row]))
 
 
-def _ms_to_ts(ms: pa.Array) -> pa.Array:
-    return pc.multiply(ms, 1000).cast(_TS)
+_MAX_MS = (2**63 - 1) // 1000
+_MAX_ARROW_BYTES = 2**31 - 1
+
+
+def _with_nulls(values: pa.Array, null: np.ndarray) -> pa.Array:
+    """``values`` with nulls where ``null`` (tombstones)."""
+    if not null.any():
+        return values
+    validity = pa.array(~null).buffers()[1]
+    offsets, data = values.buffers()[1:]
+    return pa.Array.from_buffers(
+        pa.binary(), len(values), [validity, offsets, data], null_count=int(null.sum())
+    )
+
+
+def _empty_batch() -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in ROW_SCHEMA], schema=ROW_SCHEMA)
+
+
+class _Pool:
+    """A growing Arrow buffer that the payloads of one output batch are copied into.
+
+    Copying at :meth:`ArrowBatchBuilder.add` frees each decompressed payload
+    at once, and reusing one pool allocation keeps the pages warm from batch
+    to batch.
+    """
+
+    __slots__ = ("_buf", "_mem", "used")
+
+    def __init__(self, capacity: int = 1 << 20) -> None:
+        self._buf = pa.allocate_buffer(capacity, resizable=True)
+        self._mem = memoryview(self._buf).cast("B")
+        self.used = 0
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Copy ``data`` in; return where it starts."""
+        at = self.used
+        end = at + len(data)
+        capacity = len(self._mem)
+        if end > capacity:
+            self._mem.release()
+            self._buf.resize(max(end, 2 * capacity))
+            self._mem = memoryview(self._buf).cast("B")
+        self._mem[at:end] = data
+        self.used = end
+        return at
+
+    def view(self) -> np.ndarray:
+        return np.frombuffer(self._mem, np.uint8, self.used)
+
+    def values(
+        self, item_starts: np.ndarray, payload_starts: np.ndarray, picked: np.ndarray,
+        sizes: np.ndarray,
+    ) -> pa.Array:
+        """The payloads of the ``picked`` items as a binary column.
+
+        The pool is an unbroken run of items, each ``[size + metadata][payload]``,
+        so a binary array whose offsets are every item's two boundaries covers
+        it without a copy; taking its odd elements copies just the payloads,
+        range by range, in Arrow's own kernel.
+        """
+        items = len(item_starts)
+        bounds = np.empty(2 * items + 1, np.int64)
+        bounds[0:-1:2] = item_starts
+        bounds[1::2] = payload_starts
+        bounds[-1] = self.used
+        if self.used > _MAX_ARROW_BYTES:
+            msg = f"{self.used} bytes of messages do not fit one Arrow array"
+            raise ValueError(msg)
+        if (bounds[1:-1:2] + sizes != bounds[2::2]).any():
+            msg = "entries in the pool are not laid out item after item"
+            raise AssertionError(msg)
+        segments = pa.Array.from_buffers(
+            pa.binary(),
+            2 * items,
+            [None, pa.py_buffer(bounds.astype(np.int32)), self._buf],
+        )
+        return segments.take(pa.array(2 * picked + 1))
+
+    def clear(self) -> None:
+        self.used = 0
+
+
+def _as_batch_of_one(entry: Entry) -> tuple[bytes, list[int], list[int]]:
+    """A non-batched message laid out as a one-item batch payload, so that
+    :meth:`ArrowBatchBuilder.build` treats all rows alike."""
+    head = _smm_from_metadata(entry.metadata.SerializeToString(), entry.sizes[0])
+    return b"".join((_U32.pack(len(head)), head, entry.data)), [4 + len(head)], [entry.sizes[0]]
+
+
+# MessageMetadata field number -> SingleMessageMetadata field number, for the
+# fields a message's own metadata shares with a batch item's.
+_TO_SMM = {4: 1, 6: 2, 12: 5, 17: 6, 18: 7, 2: 8, 25: 9, 30: 10}
+
+
+def _smm_from_metadata(meta: bytes, payload_size: int) -> bytes:
+    """Re-tag the shared fields of serialized MessageMetadata as SingleMessageMetadata.
+
+    Works on the wire bytes, so that strings that are not UTF-8 travel as they are.
+    """
+    out = bytearray()
+    pos, end = 0, len(meta)
+    while pos < end:
+        key, pos = _varint(meta, pos)
+        field, wire = key >> 3, key & 7
+        start = pos
+        if wire == 0:
+            _, pos = _varint(meta, pos)
+        elif wire == 2:
+            size, pos = _varint(meta, pos)
+            pos += size
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:  # cannot come from SerializeToString
+            msg = f"unexpected wire type {wire} in message metadata"
+            raise CorruptMessage(msg)
+        target = _TO_SMM.get(field)
+        if target is not None:
+            out += _encode_varint(target << 3 | wire)
+            out += meta[start:pos]
+    out += _encode_varint(3 << 3) + _encode_varint(payload_size)
+    return bytes(out)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+

@@ -135,7 +135,15 @@ class UncompressedSizeMismatch(CorruptMessage):
 
 
 class BatchDecodeError(CorruptMessage):
-    """A batch payload does not split into the messages its metadata declares."""
+    """A batch payload does not split into the messages its metadata declares.
+
+    ``item``, when known, is the index of the item at fault in the call that
+    raised (a batch, or the rows of a bulk decode).
+    """
+
+    def __init__(self, msg: str, *, item: int | None = None, **kw: object) -> None:
+        super().__init__(msg, **kw)  # type: ignore[arg-type]
+        self.item = item
 
 
 class ChunkError(CorruptMessage):

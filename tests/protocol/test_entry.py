@@ -242,12 +242,6 @@ def test_string_fields_that_are_not_utf8() -> None:
     assert text("ok") == "ok"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arrow.py bug (not owned here): ArrowBatchBuilder.add calls key.encode() on the "
-    "bytes protobuf returns for a partition_key that is not UTF-8 (AttributeError), and "
-    "passes such property bytes to a string column (ArrowInvalid)",
-)
 def test_arrow_string_fields_that_are_not_utf8() -> None:
     smm = _smm_with_raw_key_and_property(b"k\xff", b"p\xc3", b"v\xfe")
     meta = _meta(num_messages_in_batch=1)
@@ -385,11 +379,6 @@ def test_select_compacted_batch_indexes() -> None:
 # -- Arrow edge cases owned elsewhere -----------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arrow.py bug (not owned here): an item without sequence_id gets "
-    "base + batch_index, which passes 2^64-1 and makes pa.array(uint64) raise OverflowError",
-)
 def test_arrow_sequence_id_wraps_like_messages() -> None:
     built = _batch([Item(payload=b"a"), Item(payload=b"b")])
     built.metadata.sequence_id = (1 << 64) - 1
@@ -398,11 +387,6 @@ def test_arrow_sequence_id_wraps_like_messages() -> None:
     assert [r["sequenceId"] for r in _arrow_rows(entry)] == [-1, 0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arrow.py bug (not owned here): event_time/publish_time are uint64 on the wire; "
-    "values >= 2^63 make pa.array(int64) raise OverflowError instead of a ProtocolError",
-)
 def test_arrow_event_time_beyond_int64() -> None:
     built = _batch([Item(payload=b"a", event_time=1 << 63)])
     entry = open_entry(1, 1, -1, built.metadata, built.payload)
@@ -411,13 +395,10 @@ def test_arrow_event_time_beyond_int64() -> None:
         _arrow_rows(entry)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arrow.py bug (not owned here): when add() raises (here CorruptMessage for a bad "
-    "base64 key in the 2nd item) it has already appended part of the entry's columns, and "
-    "the next build() fails with IndexError instead of giving the rows added before",
-)
-def test_arrow_builder_usable_after_a_failed_add() -> None:
+def test_arrow_corrupt_key_fails_the_batch_naming_the_message_and_resets() -> None:
+    # The builder decodes item metadata in bulk at build(): a base64 key that
+    # does not decode fails the whole batch, naming the message, and leaves
+    # the builder empty and usable.
     good = _batch([Item(payload=b"a")])
     bad_smms = [
         pb.SingleMessageMetadata(),
@@ -427,16 +408,15 @@ def test_arrow_builder_usable_after_a_failed_add() -> None:
     builder.add(open_entry(1, 1, -1, good.metadata, good.payload))
     bad = open_entry(1, 2, -1, _meta(num_messages_in_batch=2),
                      encode_batch(zip(bad_smms, [b"a", b"b"], strict=True)))
-    with pytest.raises(CorruptMessage):
-        builder.add(bad)
-    assert builder.build().column("messageId").to_pylist() == ["1:1:-1:0"]
+    builder.add(bad)
+    with pytest.raises(CorruptMessage) as info:
+        builder.build()
+    assert info.value.message_id == "1:2:-1:1"
+    assert builder.rows == 0
+    builder.add(open_entry(1, 3, -1, good.metadata, good.payload))
+    assert builder.build().column("messageId").to_pylist() == ["1:3:-1:0"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arrow.py bug (not owned here): event times above ~9.2e15 ms overflow int64 "
-    "microseconds in pc.multiply, which wraps silently: a wrong timestamp, no error",
-)
 def test_arrow_event_time_overflowing_microseconds_is_not_silently_wrong() -> None:
     built = _batch([Item(payload=b"a", event_time=10**16)])
     entry = open_entry(1, 1, -1, built.metadata, built.payload)

@@ -44,7 +44,8 @@ def test_framing_and_batch_layout_are_byte_exact(scenario: str) -> None:
         if meta.HasField("num_messages_in_batch"):
             smms, starts, sizes = split_batch(plain, meta.num_messages_in_batch)
             rebuilt = encode_batch(
-                (smm, bytes(plain[a : a + n])) for smm, a, n in zip(smms, starts, sizes)
+                (smm, bytes(plain[a : a + n]))
+                for smm, a, n in zip(smms, starts, sizes, strict=True)
             )
             assert rebuilt == bytes(plain)
         # Same compressed bytes in, same frame out: command, checksum, metadata.

@@ -61,7 +61,6 @@ from strategies import (
 from pulsar_spark.protocol import (
     ArrowBatchBuilder,
     ChunkAssembler,
-    Entry,
     Frame,
     FrameDecoder,
     MessageId,
@@ -119,38 +118,6 @@ assert sum(EXAMPLES.values()) >= 20_000
 # ---------------------------------------------------------------------------
 
 
-def _hits_reported_arrow_bug(entry: Entry, positions: list[int]) -> bool:
-    """Whether an entry hits one of the arrow.py bugs reported (and pinned by
-    strict xfail tests in test_entry.py), so the Arrow step must be skipped:
-
-    * a string field whose wire bytes are not UTF-8 (protobuf returns bytes):
-      ``key.encode()`` raises AttributeError, string columns raise ArrowInvalid;
-    * uint64 publish/event times >= 2^63, or sequence ids past 2^64-1 once the
-      batch index is added: OverflowError.
-
-    Pinned by test_entry.py::test_arrow_string_fields_that_are_not_utf8,
-    ::test_arrow_event_time_beyond_int64 and
-    ::test_arrow_sequence_id_wraps_like_messages. Remove this once arrow.py is
-    fixed (those strict xfail tests fail with XPASS then).
-    """
-    meta = entry.metadata
-    if isinstance(meta.producer_name, bytes) or meta.publish_time >> 63:
-        return True
-    for pos in positions:
-        src = entry.smms[pos] if entry.smms is not None else meta
-        if isinstance(src.partition_key, bytes) or src.event_time >> 63:
-            return True
-        if any(isinstance(kv.key, bytes) or isinstance(kv.value, bytes) for kv in src.properties):
-            return True
-        if (
-            entry.smms is not None
-            and not src.HasField("sequence_id")
-            and meta.sequence_id + entry.batch_indexes[pos] > U64
-        ):
-            return True
-    return False
-
-
 class _Sink:
     """Receive-side state across the frames of one input."""
 
@@ -158,7 +125,7 @@ class _Sink:
         self.assembler = ChunkAssembler(max_pending=4, max_message_size=4 * LIMIT)
         self.builder = ArrowBatchBuilder(TOPIC, partition=1)
         self.rows = 0
-        self.arrow_skipped = 0
+        self.built = 0
 
     def frame(self, frame: Frame) -> None:
         if frame.metadata is None or frame.payload is None:
@@ -189,21 +156,22 @@ class _Sink:
             messages(entry)
         except ProtocolError:
             return
-        if _hits_reported_arrow_bug(entry, chosen):
-            self.arrow_skipped += 1
-            return
+        self.builder.add(entry, chosen)
+        self.rows += len(chosen)
+        if self.builder.rows > 64:
+            self.build()
+
+    def build(self) -> None:
+        """Build a batch; corrupt item metadata may fail it, as our error only."""
+        rows = self.builder.rows
         try:
-            self.builder.add(entry, chosen)
-        except ProtocolError:
-            # add() may stop half-way through an entry and leave the builder
-            # inconsistent (arrow.py bug, pinned by the strict xfail
-            # test_entry.py::test_arrow_builder_usable_after_a_failed_add):
-            # start a fresh one.
-            self.builder = ArrowBatchBuilder(TOPIC, partition=1)
+            batch = self.builder.build()
+        except ProtocolError as exc:
+            assert exc.message_id is not None
         else:
-            self.rows += len(chosen)
-            if self.builder.rows > 64:
-                self.builder.build()
+            assert batch.num_rows == rows
+            self.built += rows
+        assert self.builder.rows == 0
 
 
 def run_pipeline(data: bytes, cuts: list[int]) -> None:
@@ -227,8 +195,8 @@ def run_pipeline(data: bytes, cuts: list[int]) -> None:
         with pytest.raises(ProtocolError):
             decoder.feed(b"\x00")
         assert exc.offset is not None
-    batch = sink.builder.build()
-    assert batch.num_rows <= sink.rows
+    sink.build()
+    assert sink.built <= sink.rows
     elapsed = time.monotonic() - started
     assert elapsed < MAX_SECONDS, f"decoding {len(data)} bytes took {elapsed:.1f} s"
 
