@@ -1,0 +1,232 @@
+"""Authentication providers: what goes into CONNECT and AUTH_RESPONSE.
+
+=============  ==================  ============================================
+provider       auth_method_name    auth_data
+=============  ==================  ============================================
+none           (not sent)
+token          ``token``           the token (literal, from a file, or a callable)
+basic          ``basic``           ``user:password``
+tls            ``tls``             none: the client certificate of the TLS
+                                   handshake is the identity
+oauth2         ``token``           an access token from the issuer's token
+                                   endpoint (client credentials), cached until
+                                   shortly before it expires
+=============  ==================  ============================================
+
+:meth:`Authentication.auth_data` is called for every CONNECT and every
+AUTH_CHALLENGE, so it always returns a fresh credential: a token file is
+read again, an expired OAuth2 token is fetched again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import ClientError, ConnectError
+
+__all__ = [
+    "Authentication",
+    "NoAuthentication",
+    "TokenAuthentication",
+    "BasicAuthentication",
+    "TlsAuthentication",
+    "OAuth2ClientCredentials",
+]
+
+
+class Authentication:
+    """Base class: a method name and fresh credential bytes."""
+
+    method_name: str = "none"
+    #: Client certificate and key files to present in the TLS handshake.
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+
+    def auth_data(self) -> bytes:
+        """A fresh credential for CONNECT or AUTH_RESPONSE."""
+        return b""
+
+    @property
+    def sends_credentials(self) -> bool:
+        return self.method_name != "none"
+
+
+class NoAuthentication(Authentication):
+    """No authentication (the broker's default)."""
+
+
+class TokenAuthentication(Authentication):
+    """JWT token authentication.
+
+    Args:
+        token: the token itself, or a callable returning it.
+        token_file: a file holding the token (read again on every use, so
+            that a rotated file is picked up).
+    """
+
+    method_name = "token"
+
+    def __init__(
+        self, token: str | Callable[[], str] | None = None, *, token_file: str | None = None
+    ) -> None:
+        if (token is None) == (token_file is None):
+            msg = "token authentication needs exactly one of token or token_file"
+            raise ClientError(msg)
+        self._token = token
+        self._file = token_file
+        if token_file is not None:
+            self._read_file()  # fail early on a missing file
+
+    def _read_file(self) -> str:
+        path = self._file or ""
+        if path.startswith("file://"):
+            path = urllib.parse.urlsplit(path).path
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            msg = f"cannot read token file {self._file!r}: {exc.strerror or exc}"
+            raise ClientError(msg) from exc
+
+    def auth_data(self) -> bytes:
+        if self._file is not None:
+            return self._read_file().encode()
+        token = self._token() if callable(self._token) else self._token
+        return (token or "").encode()
+
+
+class BasicAuthentication(Authentication):
+    """Basic authentication: ``user:password`` as auth data."""
+
+    method_name = "basic"
+
+    def __init__(self, user_id: str, password: str) -> None:
+        if not user_id or ":" in user_id:
+            msg = "basic authentication needs a user id without ':'"
+            raise ClientError(msg)
+        self._data = f"{user_id}:{password}".encode()
+
+    def auth_data(self) -> bytes:
+        return self._data
+
+
+class TlsAuthentication(Authentication):
+    """Mutual TLS: the client certificate is the identity."""
+
+    method_name = "tls"
+
+    def __init__(self, cert_file: str, key_file: str) -> None:
+        for what, path in (("certificate", cert_file), ("key", key_file)):
+            if not Path(path).is_file():
+                msg = f"TLS client {what} file {path!r} does not exist"
+                raise ClientError(msg)
+        self.tls_cert_file = cert_file
+        self.tls_key_file = key_file
+
+
+class OAuth2ClientCredentials(Authentication):
+    """OAuth2 client-credentials flow; sent to the broker as a token.
+
+    Args:
+        issuer_url: the issuer; its token endpoint is discovered from
+            ``<issuer_url>/.well-known/openid-configuration``.
+        client_id, client_secret: the credentials (or ``private_key``, a JSON
+            key file with ``client_id`` and ``client_secret``).
+        audience, scope: passed to the token endpoint when given.
+        timeout: seconds for each HTTP request.
+    """
+
+    method_name = "token"
+    #: Refresh this many seconds before the token expires.
+    EXPIRY_MARGIN = 30.0
+
+    def __init__(
+        self,
+        issuer_url: str,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        private_key: str | None = None,
+        audience: str | None = None,
+        scope: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if private_key is not None:
+            key = _read_key_file(private_key)
+            client_id = client_id or key.get("client_id")
+            client_secret = client_secret or key.get("client_secret")
+        if not client_id or not client_secret:
+            msg = "OAuth2 needs client_id and client_secret (or a private_key file with both)"
+            raise ClientError(msg)
+        self._issuer = issuer_url.rstrip("/")
+        self._form = {"grant_type": "client_credentials", "client_id": client_id,
+                      "client_secret": client_secret}
+        if audience:
+            self._form["audience"] = audience
+        if scope:
+            self._form["scope"] = scope
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._endpoint: str | None = None
+        self._token: str | None = None
+        self._expires_at = 0.0
+
+    def auth_data(self) -> bytes:
+        with self._lock:
+            if self._token is None or time.monotonic() >= self._expires_at:
+                self._fetch()
+            assert self._token is not None
+            return self._token.encode()
+
+    def _fetch(self) -> None:
+        if self._endpoint is None:
+            config = self._get_json(f"{self._issuer}/.well-known/openid-configuration", None)
+            endpoint = config.get("token_endpoint")
+            if not isinstance(endpoint, str):
+                msg = f"OAuth2 issuer {self._issuer} names no token_endpoint"
+                raise ConnectError(msg)
+            self._endpoint = endpoint
+        reply = self._get_json(self._endpoint, urllib.parse.urlencode(self._form).encode())
+        token = reply.get("access_token")
+        if not isinstance(token, str):
+            msg = f"OAuth2 token endpoint {self._endpoint} returned no access_token"
+            raise ConnectError(msg)
+        lifetime = float(reply.get("expires_in") or 3600)
+        self._token = token
+        self._expires_at = time.monotonic() + max(lifetime - self.EXPIRY_MARGIN, 0.0)
+
+    def _get_json(self, url: str, form: bytes | None) -> dict:
+        headers = {"Accept": "application/json"}
+        if form is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        request = urllib.request.Request(url, data=form, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            body = exc.read()[:200].decode("utf-8", "replace")
+            msg = f"OAuth2 request to {url} failed: HTTP {exc.code} {body}"
+            raise ClientError(msg) from exc
+        except (OSError, ValueError) as exc:
+            msg = f"OAuth2 request to {url} failed: {exc}"
+            raise ConnectError(msg) from exc
+
+
+def _read_key_file(path: str) -> dict:
+    if path.startswith("file://"):
+        path = urllib.parse.urlsplit(path).path
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        msg = f"cannot read OAuth2 key file {path!r}: {exc}"
+        raise ClientError(msg) from exc
+    if not isinstance(data, dict):
+        msg = f"OAuth2 key file {path!r} is not a JSON object"
+        raise ClientError(msg)
+    return data
