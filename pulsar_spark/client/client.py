@@ -1,0 +1,175 @@
+"""``PulsarClient``: the public entry point of the synchronous client."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from ..protocol import PulsarApi_pb2 as pb
+from ..protocol.message_id import EARLIEST, LATEST, MessageId
+from .auth import Authentication
+from .connection import TlsOptions
+from .errors import ClientError
+from .lookup import ConnectionPool, LookupService
+from .names import TopicName, parse_service_url, parse_topic
+from .reader import PartitionReader, get_last_message_id
+
+__all__ = ["PulsarClient", "parse_position"]
+
+T = pb.BaseCommand
+
+
+def parse_position(value: str | MessageId, what: str) -> MessageId:
+    """``"earliest"``, ``"latest"``, a :class:`MessageId` or ``"ledger:entry[:partition[:batch]]"``.
+
+    Raises:
+        ClientError: naming ``what`` (e.g. ``start``) and the bad value.
+    """
+    if isinstance(value, MessageId):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "earliest":
+            return EARLIEST
+        if text == "latest":
+            return LATEST
+        try:
+            return MessageId.parse(text)
+        except ValueError as exc:
+            msg = (
+                f"{what}={value!r}: expected 'earliest', 'latest' or "
+                "ledger:entry[:partition[:batch]]"
+            )
+            raise ClientError(msg) from exc
+    msg = f"{what}={value!r}: expected 'earliest', 'latest', a MessageId or an id string"
+    raise ClientError(msg)
+
+
+class PulsarClient:
+    """A synchronous Pulsar client; a context manager.
+
+    Args:
+        service_url: ``pulsar://host:6650`` or ``pulsar+ssl://host:6651`` (comma
+            separated hosts allowed).
+        auth: an :class:`Authentication` (token, basic, TLS, OAuth2).
+        tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure: TLS settings.
+        connect_timeout, operation_timeout: seconds (10 and 30 by default).
+        keepalive_interval: seconds of silence before a PING.
+        listener_name: advertised listener to look topics up for.
+    """
+
+    def __init__(
+        self,
+        service_url: str,
+        *,
+        auth: Authentication | None = None,
+        tls_trust_certs_file: str | None = None,
+        tls_validate_hostname: bool = True,
+        tls_allow_insecure: bool = False,
+        connect_timeout: float = 10.0,
+        operation_timeout: float = 30.0,
+        keepalive_interval: float = 30.0,
+        listener_name: str | None = None,
+    ) -> None:
+        for name, value in (("connect_timeout", connect_timeout),
+                            ("operation_timeout", operation_timeout),
+                            ("keepalive_interval", keepalive_interval)):
+            if not value > 0:
+                msg = f"{name} must be a positive number of seconds, not {value!r}"
+                raise ClientError(msg)
+        self.service_url = parse_service_url(service_url)
+        tls = TlsOptions(tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure)
+        self.operation_timeout = operation_timeout
+        self._pool = ConnectionPool(
+            self.service_url,
+            auth=auth,
+            tls=tls,
+            connect_timeout=connect_timeout,
+            operation_timeout=operation_timeout,
+            keepalive_interval=keepalive_interval,
+        )
+        self._lookup = LookupService(self._pool, listener_name=listener_name)
+
+    def __enter__(self) -> PulsarClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- discovery ---------------------------------------------------------------
+
+    def get_partitions(self, topic: str) -> list[str]:
+        """The partition topics of ``topic``, or ``[topic]`` if it is not partitioned."""
+        name = parse_topic(topic)
+        if name.partition >= 0:
+            return [str(name)]
+        count = self._lookup.partitions(name)
+        if count == 0:
+            return [str(name)]
+        return [str(name.partition_name(i)) for i in range(count)]
+
+    def list_topics(self, namespace: str, pattern: str | None = None) -> list[str]:
+        """Persistent topics of ``tenant/namespace``, those matching ``pattern`` (a
+        regex on the full name) when given."""
+        regex = None
+        if pattern is not None:
+            try:
+                regex = re.compile(pattern)
+            except re.error as exc:
+                msg = f"pattern={pattern!r} is not a valid regular expression: {exc}"
+                raise ClientError(msg) from exc
+        topics = self._lookup.topics_of_namespace(namespace, pattern)
+        if regex is not None:
+            topics = [t for t in topics if regex.fullmatch(t) or regex.fullmatch(t.split("://")[-1])]
+        return sorted(topics)
+
+    def get_last_message_id(self, topic: str) -> MessageId | None:
+        """The id of the last message of a (partition) topic; None when it is empty."""
+        name = parse_topic(topic)
+        reader = PartitionReader(self._lookup, name, start=LATEST,
+                                 operation_timeout=self.operation_timeout)
+        try:
+            reader._subscribe()
+            assert reader._conn is not None
+            return get_last_message_id(reader._conn, reader._consumer_id, name)
+        finally:
+            reader.close()
+
+    # -- reading -----------------------------------------------------------------
+
+    def read_batches(
+        self,
+        topic: str,
+        start: str | MessageId = "earliest",
+        end: str | MessageId = "latest",
+        *,
+        start_inclusive: bool = True,
+        receiver_queue_size: int = 1000,
+        batch_rows: int = 10_000,
+    ) -> Iterator[pa.RecordBatch]:
+        """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
+        starts) as RecordBatches with the row schema.
+
+        A partitioned topic is read partition by partition; a name ending in
+        ``-partition-N`` reads that partition only.
+        """
+        first = parse_position(start, "start")
+        last = parse_position(end, "end")
+        for partition in self._partitions_of(parse_topic(topic)):
+            reader = PartitionReader(
+                self._lookup, partition, start=first, start_inclusive=start_inclusive, end=last,
+                receiver_queue_size=receiver_queue_size, batch_rows=batch_rows,
+                operation_timeout=self.operation_timeout,
+            )
+            yield from reader
+
+    def _partitions_of(self, name: TopicName) -> list[TopicName]:
+        if name.partition >= 0:
+            return [name]
+        count = self._lookup.partitions(name)
+        return [name] if count == 0 else [name.partition_name(i) for i in range(count)]

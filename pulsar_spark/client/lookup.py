@@ -1,0 +1,201 @@
+"""Connections by broker, and discovery: partitions, topic lookup, namespace listing.
+
+Lookup follows the spec's service discovery:
+
+1. PARTITIONED_METADATA on the service URL gives the partition count
+   (0 = not partitioned).
+2. LOOKUP of a (partition) topic answers ``Connect`` with the owner broker,
+   or ``Redirect`` to ask another broker, copying its ``authoritative`` flag;
+   at most :data:`MAX_REDIRECTS` hops.
+3. The TLS URL is used when the service URL is ``pulsar+ssl://``.
+4. With ``proxy_through_service_url`` the client keeps talking to the
+   service URL and names the broker in CONNECT's ``proxy_to_broker_url``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+
+from ..protocol import PulsarApi_pb2 as pb
+from ..protocol.errors import server_error
+from .auth import Authentication
+from .connection import Connection, TlsOptions
+from .errors import ClientError, ConnectError
+from .names import ServiceUrl, TopicName, parse_service_url
+
+__all__ = ["BrokerAddress", "ConnectionPool", "LookupService", "MAX_REDIRECTS"]
+
+MAX_REDIRECTS = 20
+T = pb.BaseCommand
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    """Where a topic lives: the broker's URL, and how to reach it."""
+
+    url: str
+    host: str
+    port: int
+    proxy_through: bool = False
+
+
+class ConnectionPool:
+    """One open connection per (host, port, proxied broker), created on demand
+    and replaced once closed."""
+
+    def __init__(
+        self,
+        service_url: ServiceUrl,
+        *,
+        auth: Authentication | None = None,
+        tls: TlsOptions | None = None,
+        connect_timeout: float = 10.0,
+        operation_timeout: float = 30.0,
+        keepalive_interval: float = 30.0,
+    ) -> None:
+        self.service_url = service_url
+        self._options = {
+            "auth": auth,
+            "tls": tls if service_url.tls else None,
+            "connect_timeout": connect_timeout,
+            "operation_timeout": operation_timeout,
+            "keepalive_interval": keepalive_interval,
+        }
+        if service_url.tls and tls is None:
+            self._options["tls"] = TlsOptions()
+        self.operation_timeout = operation_timeout
+        self._lock = threading.Lock()
+        self._connections: dict[tuple[str, int, str | None], Connection] = {}
+        self._next_host = itertools.cycle(range(len(service_url.hosts)))
+        self._closed = False
+
+    def get(self, host: str, port: int, proxy_to: str | None = None) -> Connection:
+        """An open connection to ``host:port`` (asking it to proxy to ``proxy_to``)."""
+        key = (host, port, proxy_to)
+        with self._lock:
+            if self._closed:
+                msg = "the client is closed"
+                raise ClientError(msg)
+            conn = self._connections.get(key)
+            if conn is not None and not conn.closed:
+                return conn
+        # Connect outside the lock: it may take up to the connect timeout.
+        conn = Connection.open(host, port, proxy_to_broker_url=proxy_to, **self._options)
+        with self._lock:
+            current = self._connections.get(key)
+            if current is not None and not current.closed:
+                conn.close()
+                return current
+            self._connections[key] = conn
+            return conn
+
+    def service(self) -> Connection:
+        """A connection to one of the service URL's hosts, trying each in turn."""
+        hosts = self.service_url.hosts
+        errors = []
+        for _ in hosts:
+            host, port = hosts[next(self._next_host)]
+            try:
+                return self.get(host, port)
+            except ConnectError as exc:
+                errors.append(str(exc))
+        msg = f"no host of {self.service_url} is reachable: " + "; ".join(errors)
+        raise ConnectError(msg)
+
+    def for_broker(self, address: BrokerAddress) -> Connection:
+        """A connection that reaches the broker at ``address``."""
+        if address.proxy_through:
+            host, port = self.service_url.hosts[0]
+            return self.get(host, port, proxy_to=f"{address.host}:{address.port}")
+        return self.get(address.host, address.port)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections = list(self._connections.values())
+            self._connections.clear()
+        for conn in connections:
+            conn.close()
+
+
+class LookupService:
+    """Discovery over the binary protocol."""
+
+    def __init__(self, pool: ConnectionPool, *, listener_name: str | None = None) -> None:
+        self.pool = pool
+        self._listener = listener_name
+
+    def partitions(self, topic: TopicName) -> int:
+        """Partition count of ``topic`` (0 when it is not partitioned).
+
+        Raises:
+            ServerError: the broker's error, e.g. TopicNotFound or AuthorizationError.
+        """
+        conn = self.pool.service()
+        request = pb.CommandPartitionedTopicMetadata(
+            topic=str(topic), request_id=conn.new_id("request")
+        )
+        frame = conn.request(T(type=T.PARTITIONED_METADATA, partitionMetadata=request))
+        response = frame.command.partitionMetadataResponse
+        if response.response == response.Failed:
+            raise server_error(
+                response.error, response.message, context=f"partition metadata of {topic}"
+            )
+        return response.partitions
+
+    def lookup(self, topic: TopicName) -> BrokerAddress:
+        """The broker that owns ``topic`` (a partition, or a non-partitioned topic).
+
+        Raises:
+            ServerError: the broker's error (TopicNotFound, ServiceNotReady, ...).
+            ClientError: more than :data:`MAX_REDIRECTS` redirects, or no URL to follow.
+        """
+        conn = self.pool.service()
+        authoritative = False
+        tls = self.pool.service_url.tls
+        for _ in range(MAX_REDIRECTS + 1):
+            request = pb.CommandLookupTopic(
+                topic=str(topic), request_id=conn.new_id("request"), authoritative=authoritative
+            )
+            if self._listener:
+                request.advertised_listener_name = self._listener
+            frame = conn.request(T(type=T.LOOKUP, lookupTopic=request))
+            response = frame.command.lookupTopicResponse
+            if response.response == response.Failed:
+                raise server_error(response.error, response.message, context=f"lookup of {topic}")
+            url = response.brokerServiceUrlTls if tls else response.brokerServiceUrl
+            if not url:
+                msg = f"lookup of {topic} answered without a {'TLS ' if tls else ''}broker URL"
+                raise ClientError(msg)
+            address = _address(url, response.proxy_through_service_url)
+            if response.response == response.Connect:
+                return address
+            authoritative = response.authoritative
+            conn = self.pool.for_broker(address)
+        msg = f"lookup of {topic} was redirected more than {MAX_REDIRECTS} times"
+        raise ClientError(msg)
+
+    def connection_for(self, topic: TopicName) -> Connection:
+        """Look ``topic`` up and connect to its owner."""
+        return self.pool.for_broker(self.lookup(topic))
+
+    def topics_of_namespace(self, namespace: str, pattern: str | None = None) -> list[str]:
+        """Persistent topics of ``tenant/namespace``; filtered by ``pattern`` (a regex)
+        on the broker when it can, and here in any case."""
+        conn = self.pool.service()
+        request = pb.CommandGetTopicsOfNamespace(
+            request_id=conn.new_id("request"), namespace=namespace,
+            mode=pb.CommandGetTopicsOfNamespace.PERSISTENT,
+        )
+        if pattern:
+            request.topics_pattern = pattern
+        frame = conn.request(T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=request))
+        return list(frame.command.getTopicsOfNamespaceResponse.topics)
+
+
+def _address(url: str, proxy_through: bool) -> BrokerAddress:
+    parsed = parse_service_url(url)
+    host, port = parsed.hosts[0]
+    return BrokerAddress(url, host, port, proxy_through)
