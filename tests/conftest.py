@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,7 +20,16 @@ import pytest
 
 from pulsar_spark.protocol import Frame, FrameDecoder, codec_by_name
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+TESTS_DIR = Path(__file__).resolve().parent
+# tests/ holds importable helpers (brokers.py, the plugin loaded below): make them
+# importable whatever pytest's import mode and wherever a test module lives.
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+#: Real brokers (pulsar-lite), the fault proxy and official-client helpers: tests/brokers.py.
+pytest_plugins = ["brokers"]
+
+GOLDEN_DIR = TESTS_DIR / "golden"
 
 #: The two directions of a connection, as the capture files name them.
 CLIENT_TO_BROKER = "client-to-broker"

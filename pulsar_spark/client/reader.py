@@ -26,7 +26,8 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -46,6 +47,7 @@ __all__ = ["PartitionReader", "Backoff", "get_last_message_id"]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
+R = TypeVar("R")
 
 
 class Backoff:
@@ -165,7 +167,6 @@ class PartitionReader:
         self._batch_bytes = batch_bytes
         self._idle = idle_timeout
         self._timeout = operation_timeout
-        self._subscription = f"reader-{uuid.uuid4().hex[:10]}"
         self._conn: Connection | None = None
         self._consumer_id = -1
         self._inbox = _Inbox()
@@ -175,6 +176,8 @@ class PartitionReader:
         self._processed: tuple[int, int] | None = None
         self.reconnects = 0
         self.end_of_topic = False
+        self._backoff = Backoff()
+        self._progress_at = time.monotonic()
 
     # -- subscription ----------------------------------------------------------------
 
@@ -191,9 +194,11 @@ class PartitionReader:
         inbox = _Inbox()
         # Register before SUBSCRIBE: messages may follow its SUCCESS at once.
         conn.add_handler("consumer", consumer_id, inbox)
+        # A fresh name on every (re)subscribe: the subscription is non-durable
+        # anyway, and pulsar-lite serves a reused name from its first start id.
         subscribe = pb.CommandSubscribe(
             topic=str(self.topic),
-            subscription=self._subscription,
+            subscription=f"reader-{uuid.uuid4().hex[:10]}",
             subType=pb.CommandSubscribe.Exclusive,
             consumer_id=consumer_id,
             request_id=conn.new_id("request"),
@@ -220,26 +225,27 @@ class PartitionReader:
     def _reconnect(self, reason: str) -> None:
         """Re-create the consumer from the resume point, with backoff."""
         self._drop_consumer()
-        backoff = Backoff()
-        deadline = time.monotonic() + self._timeout
+        # The deadline runs from the last progress, so a connection that keeps
+        # failing before any message arrives cannot loop for ever.
+        deadline = self._progress_at + self._timeout
         while True:
+            delay = self._backoff.next()
+            if time.monotonic() + delay > deadline:
+                msg = (
+                    f"reader on {self.topic} made no progress for {self._timeout:g} s of "
+                    f"reconnects; last failure: {reason}"
+                )
+                raise OperationTimeout(msg)
             self.reconnects += 1
-            log.info("reader on %s reconnecting (%s)", self.topic, reason)
+            log.info("reader on %s reconnecting in %.2f s (%s)", self.topic, delay, reason)
+            time.sleep(delay)
             try:
                 self._subscribe()
                 return
             except PulsarError as exc:
                 if not exc.retriable:
                     raise
-                delay = backoff.next()
-                if time.monotonic() + delay > deadline:
-                    msg = (
-                        f"reader on {self.topic} could not reconnect within "
-                        f"{self._timeout:g} s: {exc}"
-                    )
-                    raise OperationTimeout(msg) from exc
                 reason = str(exc)
-                time.sleep(delay)
 
     def _drop_consumer(self) -> None:
         conn, consumer_id = self._conn, self._consumer_id
@@ -286,9 +292,19 @@ class PartitionReader:
         finally:
             self.close()
 
+    def _retrying(self, action: Callable[[], R]) -> R:
+        """Run ``action``; on a retriable error reconnect and run it again."""
+        while True:
+            try:
+                return action()
+            except PulsarError as exc:  # noqa: PERF203 - a retry loop
+                if not exc.retriable:
+                    raise
+                self._reconnect(str(exc))
+
     def _read(self) -> Iterator[pa.RecordBatch]:
-        self._subscribe()
-        end = self._end_position()
+        self._retrying(self._subscribe)
+        end = self._retrying(self._end_position)
         if end is None:
             return
         builder = ArrowBatchBuilder(str(self.topic), self.partition)
@@ -336,7 +352,7 @@ class PartitionReader:
         if is_chunk(metadata):
             whole = self._chunks.add(ledger, entry_id, metadata, payload, partition=self.partition)
             if whole is None:
-                self._processed = (ledger, entry_id)
+                self._mark_processed(ledger, entry_id)
                 return (ledger, entry_id) >= (end.ledger, end.entry)
             metadata, payload = whole.metadata, whole.payload
         entry = open_entry(
@@ -349,8 +365,13 @@ class PartitionReader:
             indexes = entry.batch_indexes
             positions = [p for p in positions if indexes[p] <= end.batch_index]
         builder.add(entry, positions)
-        self._processed = (ledger, entry_id)
+        self._mark_processed(ledger, entry_id)
         return (ledger, entry_id) >= (end.ledger, end.entry)
+
+    def _mark_processed(self, ledger: int, entry_id: int) -> None:
+        self._processed = (ledger, entry_id)
+        self._progress_at = time.monotonic()
+        self._backoff.reset()
 
     def _count_permits(self, used: int) -> None:
         self._permits_used += used

@@ -1,0 +1,210 @@
+"""The connection and the reader against pulsar-lite, with the official client as peer."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from brokers import CODECS, produce
+
+from pulsar_spark.client import (
+    ConnectError,
+    ConnectionClosed,
+    InvalidServiceUrl,
+    PulsarClient,
+)
+from pulsar_spark.client.connection import Connection
+from pulsar_spark.protocol import ROW_SCHEMA, pb
+
+T = pb.BaseCommand
+
+
+def _messages(n: int, *, start: int = 0) -> list[dict]:
+    out = []
+    for i in range(start, start + n):
+        message: dict = {"value": f"value-{i}".encode() * (1 + i % 3)}
+        if i % 4:
+            message["key"] = f"key-{i % 5}"
+        if i % 3:
+            message["properties"] = {"i": str(i), "ü": "ñ"}
+        if i % 2:
+            message["event_time"] = 1_700_000_000_000 + i
+        out.append(message)
+    return out
+
+
+def _rows(client: PulsarClient, topic: str, **kwargs) -> list[dict]:
+    rows = []
+    for batch in client.read_batches(topic, **kwargs):
+        assert batch.schema == ROW_SCHEMA
+        rows.extend(batch.to_pylist())
+    return rows
+
+
+def _partition_request(conn: Connection, topic: str) -> pb.CommandPartitionedTopicMetadataResponse:
+    request = pb.CommandPartitionedTopicMetadata(topic=topic, request_id=conn.new_id("request"))
+    frame = conn.request(T(type=T.PARTITIONED_METADATA, partitionMetadata=request))
+    return frame.command.partitionMetadataResponse
+
+
+# -- connection ------------------------------------------------------------------
+
+
+def test_handshake_and_request_matching_under_concurrency(pulsar_lite, topic_name) -> None:
+    host, port = pulsar_lite.host, pulsar_lite.port
+    with Connection.open(host, port) as conn:
+        assert conn.server_version
+        assert conn.max_message_size is None  # pulsar-lite quirk: CONNECTED has none
+        answers: dict[int, int] = {}
+
+        def ask(i: int) -> None:
+            response = _partition_request(conn, f"{topic_name}-{i}")
+            answers[i] = response.request_id
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(32)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(answers) == 32
+        assert len(set(answers.values())) == 32  # each got the answer to its own request
+
+
+def test_idle_connection_survives_keepalive(fresh_pulsar_lite, topic_name) -> None:
+    broker = fresh_pulsar_lite(keep_alive_interval_secs=1)
+    with Connection.open(broker.host, broker.port) as conn:
+        time.sleep(4.5)  # several broker keep-alive intervals, nothing sent by us
+        assert not conn.closed
+        assert conn.pings_answered >= 2
+        assert _partition_request(conn, topic_name).partitions == 0
+
+
+def test_unreachable_broker_fails_fast_and_retriably() -> None:
+    started = time.monotonic()
+    with pytest.raises(ConnectError) as info, PulsarClient(
+        "pulsar://127.0.0.1:1", connect_timeout=2
+    ) as client:
+        client.get_partitions("t")
+    assert time.monotonic() - started < 5
+    assert "127.0.0.1:1" in str(info.value)
+    assert info.value.retriable
+
+
+def test_wrong_scheme_is_rejected_before_connecting() -> None:
+    with pytest.raises(InvalidServiceUrl, match="http://localhost:8080"):
+        PulsarClient("http://localhost:8080")
+
+
+def test_pending_request_fails_when_the_broker_dies(fresh_pulsar_lite) -> None:
+    broker = fresh_pulsar_lite()
+    conn = Connection.open(broker.host, broker.port)
+    broker.kill()
+    deadline = time.monotonic() + 10
+    while not conn.closed and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert conn.closed
+    with pytest.raises(ConnectionClosed):
+        _partition_request(conn, "persistent://public/default/x")
+
+
+# -- reading -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batching", [True, False], ids=["batched", "single"])
+@pytest.mark.parametrize("codec", CODECS)
+def test_reads_what_the_official_client_produced(
+    pulsar_lite, topic_name, codec: str, batching: bool
+) -> None:
+    sent = _messages(120)
+    ids = produce(pulsar_lite.service_url, topic_name, sent, batching=batching, compression=codec)
+    with PulsarClient(pulsar_lite.service_url) as client:
+        rows = _rows(client, topic_name)
+    assert [r["value"] for r in rows] == [m["value"] for m in sent]
+    assert [r["key"] for r in rows] == [m.get("key", "").encode() or None for m in sent]
+    assert [dict(r["properties"]) for r in rows] == [m.get("properties", {}) for m in sent]
+    assert [
+        None if r["eventTime"] is None else int(r["eventTime"].timestamp() * 1000) for r in rows
+    ] == [m.get("event_time") for m in sent]
+    expected_ids = [i if batching else i.rsplit(":", 1)[0] + ":-1" for i in ids]
+    assert [r["messageId"] for r in rows] == expected_ids
+    assert {r["topic"] for r in rows} == {topic_name}
+    assert {r["partition"] for r in rows} == {-1}
+
+
+def test_empty_payloads_and_empty_topic(pulsar_lite, topic_name) -> None:
+    with PulsarClient(pulsar_lite.service_url) as client:
+        started = time.monotonic()
+        assert _rows(client, topic_name) == []  # pulsar-lite: "Topic has no messages"
+        assert time.monotonic() - started < 5
+        produce(pulsar_lite.service_url, topic_name, [b"", b"x", b""])
+        assert [r["value"] for r in _rows(client, topic_name)] == [b"", b"x", b""]
+
+
+def test_start_and_end_inside_batches(pulsar_lite, topic_name) -> None:
+    sent = _messages(300)
+    ids = produce(pulsar_lite.service_url, topic_name, sent, batching=True,
+                  batching_max_messages=40)
+    values = [m["value"] for m in sent]
+    with PulsarClient(pulsar_lite.service_url) as client:
+        got = _rows(client, topic_name, start=ids[45], end=ids[211])
+        assert [r["value"] for r in got] == values[45:212]
+        got = _rows(client, topic_name, start=ids[45], start_inclusive=False)
+        assert [r["value"] for r in got] == values[46:]
+        got = _rows(client, topic_name, start=ids[-1])
+        assert [r["value"] for r in got] == values[-1:]
+        assert _rows(client, topic_name, start=ids[-1], start_inclusive=False) == []
+        assert _rows(client, topic_name, start="latest") == []
+
+
+def test_partitioned_topic(pulsar_lite_partitioned, topic_name) -> None:
+    url = pulsar_lite_partitioned.service_url
+    sent = _messages(200)
+    produce(url, topic_name, sent)
+    with PulsarClient(url) as client:
+        partitions = client.get_partitions(topic_name)
+        assert partitions == [f"{topic_name}-partition-{i}" for i in range(4)]
+        rows = _rows(client, topic_name)
+        assert sorted(r["value"] for r in rows) == sorted(m["value"] for m in sent)
+        assert {r["partition"] for r in rows} <= {0, 1, 2, 3}
+        assert {r["topic"] for r in rows} == {topic_name}
+        one = _rows(client, partitions[1])
+        assert one == [r for r in rows if r["partition"] == 1]
+
+
+def test_small_queue_reads_everything_in_bounded_batches(pulsar_lite, topic_name) -> None:
+    sent = _messages(2000)
+    produce(pulsar_lite.service_url, topic_name, sent)
+    with PulsarClient(pulsar_lite.service_url) as client:
+        batches = list(client.read_batches(topic_name, receiver_queue_size=10, batch_rows=256))
+    assert all(b.num_rows <= 256 + 1000 for b in batches)  # bounded by rows + one entry
+    assert [v for b in batches for v in b.column("value").to_pylist()] == [
+        m["value"] for m in sent
+    ]
+
+
+def test_dropped_connections_lose_and_duplicate_nothing(
+    pulsar_lite, fault_proxy, topic_name
+) -> None:
+    sent = _messages(3000)
+    produce(pulsar_lite.service_url, topic_name, sent, batching_max_messages=50)
+    proxy = fault_proxy(pulsar_lite, drop_every_frames=15)
+    with PulsarClient(proxy.service_url, operation_timeout=60) as client:
+        rows = _rows(client, topic_name, receiver_queue_size=100)
+    assert [r["value"] for r in rows] == [m["value"] for m in sent]
+    assert len({r["messageId"] for r in rows}) == len(sent)
+    assert proxy.stats()["drops"] > 0
+
+
+def test_broker_restart_in_the_middle_of_a_read(fresh_pulsar_lite, topic_name) -> None:
+    broker = fresh_pulsar_lite()
+    sent = _messages(3000)
+    produce(broker.service_url, topic_name, sent, batching_max_messages=50)
+    values = []
+    with PulsarClient(broker.service_url, operation_timeout=60) as client:
+        for i, batch in enumerate(client.read_batches(topic_name, batch_rows=500,
+                                                      receiver_queue_size=100)):
+            values.extend(batch.column("value").to_pylist())
+            if i == 1:
+                broker.restart()
+    assert values == [m["value"] for m in sent]
