@@ -14,6 +14,7 @@ from .connection import TlsOptions
 from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
+from .producer import Producer
 from .reader import PartitionReader, get_last_message_id
 
 __all__ = ["PulsarClient", "parse_position"]
@@ -139,6 +140,34 @@ class PulsarClient:
             return get_last_message_id(reader._conn, reader._consumer_id, name)
         finally:
             reader.close()
+
+    # -- writing -----------------------------------------------------------------
+
+    def create_producer(
+        self,
+        topic: str,
+        compression: str | None = None,
+        batching: bool = True,
+        **options: object,
+    ) -> Producer:
+        """A producer for a non-partitioned topic or one partition.
+
+        ``options``: ``producer_name``, ``batch_max_messages``, ``batch_max_bytes``,
+        ``batch_max_delay`` (s), ``max_pending_messages``, ``send_timeout`` (s).
+
+        Raises:
+            ClientError: the topic is partitioned (routing across partitions is
+                not implemented yet: name one ``-partition-N`` instead).
+        """
+        name = parse_topic(topic)
+        if name.partition < 0 and self._lookup.partitions(name) > 0:
+            msg = (
+                f"topic {topic!r} is partitioned; producing to a partitioned topic is not "
+                "supported yet: create a producer per '-partition-N' topic"
+            )
+            raise ClientError(msg)
+        return Producer(self._lookup, name, compression=compression, batching=batching,
+                        **options)  # type: ignore[arg-type]
 
     # -- reading -----------------------------------------------------------------
 

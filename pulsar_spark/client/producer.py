@@ -1,0 +1,379 @@
+"""A producer with batching, receipts and resend on reconnect.
+
+Messages are gathered into a batch (max messages, max bytes, max delay),
+sealed into one SEND frame (``sequence_id`` = first, ``highest_sequence_id``
+= last, ``num_messages``) and kept in a bounded pending window until the
+broker's SEND_RECEIPT for it arrives. :meth:`Producer.flush` returns once
+every receipt is in.
+
+Sequence ids continue from the broker's ``last_sequence_id`` when the
+producer is first created. On a lost connection, CLOSE_PRODUCER or
+TOPIC_MIGRATED the producer is created again under the same name (epoch + 1)
+and every pending batch is sent again, in order, with its sequence ids: with
+deduplication on, the broker drops what it already has, and its receipt for
+a duplicate (``-1:-1``) counts as persisted.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ..protocol import PulsarApi_pb2 as pb
+from ..protocol.batch import encode_batch
+from ..protocol.codecs import codec_by_name, compress
+from ..protocol.errors import PulsarError, server_error
+from ..protocol.framing import Frame, encode_payload_command
+from .connection import Connection
+from .errors import ClientError, ConnectionClosed, OperationTimeout
+from .lookup import LookupService
+from .names import TopicName
+from .reader import Backoff
+
+__all__ = ["Producer"]
+
+log = logging.getLogger(__name__)
+T = pb.BaseCommand
+
+
+@dataclass(slots=True)
+class _Batch:
+    first: int
+    last: int
+    count: int
+    send: pb.CommandSend
+    metadata: bytes
+    payload: bytes
+
+
+class Producer:
+    """Sends messages to one (non-partitioned or partition) topic.
+
+    Args:
+        lookup: discovery and connections.
+        topic: the topic.
+        producer_name: a fixed name (for deduplication); the broker's otherwise.
+        compression: ``None``, ``"lz4"``, ``"zlib"``, ``"zstd"`` or ``"snappy"``.
+        batching: gather messages into batches.
+        batch_max_messages, batch_max_bytes, batch_max_delay: when a batch is sealed.
+        max_pending_messages: messages sent but not yet confirmed, at most.
+        send_timeout: seconds a batch may wait for its receipt, reconnects included.
+    """
+
+    def __init__(
+        self,
+        lookup: LookupService,
+        topic: TopicName,
+        *,
+        producer_name: str | None = None,
+        compression: str | None = None,
+        batching: bool = True,
+        batch_max_messages: int = 1000,
+        batch_max_bytes: int = 128 * 1024,
+        batch_max_delay: float = 0.01,
+        max_pending_messages: int = 10_000,
+        send_timeout: float = 30.0,
+    ) -> None:
+        self.lookup = lookup
+        self.topic = topic
+        self._codec = codec_by_name(compression)
+        self._batching = batching
+        self._max_messages = batch_max_messages if batching else 1
+        self._max_bytes = batch_max_bytes
+        self._max_delay = batch_max_delay
+        self._max_pending = max(max_pending_messages, self._max_messages)
+        self._send_timeout = send_timeout
+        self._user_name = producer_name
+        self.name = producer_name or ""
+        self._epoch = 0
+        self._lock = threading.Condition()
+        self._items: list[tuple[pb.SingleMessageMetadata, bytes]] = []
+        self._bytes = 0
+        self._opened_at = 0.0
+        self._pending: OrderedDict[int, _Batch] = OrderedDict()
+        self._pending_messages = 0
+        self._error: PulsarError | None = None
+        self._conn: Connection | None = None
+        self._producer_id = -1
+        self._next_seq = 0
+        self._closed = False
+        self._reconnecting = False
+        self._create(first=True)
+        self._timer = threading.Thread(target=self._timer_loop, daemon=True,
+                                       name=f"pulsar-producer-{topic}")
+        self._timer.start()
+
+    # -- creation ------------------------------------------------------------------
+
+    def _create(self, *, first: bool) -> None:
+        conn = self.lookup.connection_for(self.topic)
+        producer_id = conn.new_id("producer")
+        conn.add_handler("producer", producer_id, self)
+        command = pb.CommandProducer(
+            topic=str(self.topic), producer_id=producer_id, request_id=conn.new_id("request"),
+            epoch=self._epoch, user_provided_producer_name=self._user_name is not None,
+        )
+        if self.name:
+            command.producer_name = self.name
+        try:
+            frame = conn.request(T(type=T.PRODUCER, producer=command))
+        except BaseException:
+            conn.remove_handler("producer", producer_id)
+            raise
+        success = frame.command.producer_success
+        self.name = success.producer_name
+        if first:
+            self._next_seq = max(success.last_sequence_id + 1, 0)
+        self._conn, self._producer_id = conn, producer_id
+
+    # -- sending -------------------------------------------------------------------
+
+    def send(
+        self,
+        value: bytes | None,
+        key: str | bytes | None = None,
+        properties: dict[str, str] | None = None,
+        event_time: int | None = None,
+    ) -> None:
+        """Queue one message (``value`` None = a tombstone); blocks while the
+        pending window is full.
+
+        Raises:
+            PulsarError: an earlier batch failed for good.
+        """
+        smm = pb.SingleMessageMetadata()
+        if key is not None:
+            if isinstance(key, bytes):
+                smm.partition_key = base64.b64encode(key).decode()
+                smm.partition_key_b64_encoded = True
+            else:
+                smm.partition_key = key
+        if properties:
+            for k, v in properties.items():
+                smm.properties.add(key=k, value=v)
+        if event_time:
+            smm.event_time = event_time
+        if value is None:
+            smm.null_value = True
+            value = b""
+        with self._lock:
+            self._raise_if_failed()
+            if not self._items:
+                self._opened_at = time.monotonic()
+            smm.sequence_id = self._next_seq + len(self._items)
+            self._items.append((smm, bytes(value)))
+            self._bytes += len(value)
+            if len(self._items) >= self._max_messages or self._bytes >= self._max_bytes:
+                self._seal()
+
+    def send_batch(self, table) -> None:
+        """Send the rows of an Arrow table: ``value`` (plus optional ``key``,
+        ``properties`` and ``eventTime``)."""
+        names = set(table.schema.names)
+        allowed = {"value", "key", "properties", "eventTime"}
+        if "value" not in names or not names <= allowed:
+            msg = (
+                f"send_batch needs a 'value' column and accepts only {sorted(allowed)}; "
+                f"got {sorted(names)}"
+            )
+            raise ClientError(msg)
+        values = table.column("value").to_pylist()
+        keys = table.column("key").to_pylist() if "key" in names else None
+        props = table.column("properties").to_pylist() if "properties" in names else None
+        times = table.column("eventTime").to_pylist() if "eventTime" in names else None
+        for i, value in enumerate(values):
+            if isinstance(value, str):
+                value = value.encode()
+            event = times[i] if times else None
+            if event is not None and not isinstance(event, int):
+                event = int(event.timestamp() * 1000)
+            self.send(
+                value,
+                keys[i] if keys else None,
+                dict(props[i]) if props and props[i] else None,
+                event,
+            )
+
+    def _seal(self) -> None:
+        """Turn the open batch into a SEND frame and send it (lock held)."""
+        items, self._items, self._bytes = self._items, [], 0
+        if not items:
+            return
+        count = len(items)
+        while self._pending_messages + count > self._max_pending and self._error is None:
+            if not self._lock.wait(self._send_timeout):
+                msg = f"producer on {self.topic}: no receipts for {self._send_timeout:g} s"
+                self._error = OperationTimeout(msg)
+        self._raise_if_failed()
+        first = self._next_seq
+        last = first + count - 1
+        self._next_seq = last + 1
+        meta = pb.MessageMetadata(
+            producer_name=self.name, sequence_id=first, publish_time=int(time.time() * 1000),
+        )
+        if self._batching:
+            payload = encode_batch(items)
+            meta.num_messages_in_batch = count
+            meta.highest_sequence_id = last
+        else:
+            smm, payload = items[0]
+            meta.properties.extend(smm.properties)
+            for name in ("partition_key", "partition_key_b64_encoded", "event_time",
+                         "null_value"):
+                if smm.HasField(name):
+                    setattr(meta, name, getattr(smm, name))
+        if self._codec:
+            meta.compression = self._codec
+            meta.uncompressed_size = len(payload)
+            payload = compress(self._codec, payload)
+        send = pb.CommandSend(producer_id=0, sequence_id=first, num_messages=count)
+        if self._batching:
+            send.highest_sequence_id = last
+        batch = _Batch(first, last, count, send, meta.SerializeToString(), payload)
+        self._pending[first] = batch
+        self._pending_messages += count
+        self._transmit(batch)
+
+    def _transmit(self, batch: _Batch) -> None:
+        conn = self._conn
+        if conn is None or self._reconnecting:
+            return  # the reconnect resends everything pending
+        # Encoded at each transmit: the producer id changes on a reconnect.
+        batch.send.producer_id = self._producer_id
+        frame = encode_payload_command(T(type=T.SEND, send=batch.send), batch.metadata,
+                                       batch.payload)
+        with contextlib.suppress(ConnectionClosed):  # connection_closed() reconnects
+            conn.send(frame)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send the open batch and wait until every message is confirmed.
+
+        Raises:
+            PulsarError: a batch failed for good, or receipts did not come in time.
+        """
+        wait = self._send_timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        with self._lock:
+            self._seal()
+            while self._pending and self._error is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    msg = (
+                        f"producer {self.name} on {self.topic}: {self._pending_messages} "
+                        f"messages unconfirmed after {wait:g} s"
+                    )
+                    raise OperationTimeout(msg)
+                self._lock.wait(left)
+            self._raise_if_failed()
+
+    def close(self) -> None:
+        """Flush, then close the producer on the broker."""
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                self._closed = True
+                self._lock.notify_all()
+            conn, producer_id = self._conn, self._producer_id
+            if conn is not None and not conn.closed:
+                conn.remove_handler("producer", producer_id)
+                close = pb.CommandCloseProducer(producer_id=producer_id,
+                                                request_id=conn.new_id("request"))
+                try:
+                    conn.request(T(type=T.CLOSE_PRODUCER, close_producer=close), timeout=5)
+                except PulsarError as exc:
+                    log.debug("closing producer %s: %s", self.name, exc)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            msg = f"producer {self.name} on {self.topic} is closed"
+            raise ClientError(msg)
+
+    def _timer_loop(self) -> None:
+        while True:
+            time.sleep(self._max_delay)
+            with self._lock:
+                if self._closed:
+                    return
+                if self._items and time.monotonic() - self._opened_at >= self._max_delay:
+                    with contextlib.suppress(PulsarError):  # raised to the next sender
+                        self._seal()
+
+    # -- from the connection's reader thread ---------------------------------------------
+
+    def frame_received(self, frame: Frame) -> None:
+        command = frame.command
+        if command.type == T.SEND_RECEIPT:
+            receipt = command.send_receipt
+            with self._lock:
+                batch = self._pending.pop(receipt.sequence_id, None)
+                if batch is None:  # some brokers echo the highest id
+                    for first, pending in self._pending.items():
+                        if pending.last == receipt.sequence_id:
+                            batch = self._pending.pop(first)
+                            break
+                if batch is not None:
+                    self._pending_messages -= batch.count
+                    self._lock.notify_all()
+        elif command.type == T.SEND_ERROR:
+            error = command.send_error
+            if error.error == pb.ChecksumError:
+                with self._lock:
+                    self._error = server_error(error.error, error.message,
+                                               context=f"send to {self.topic}")
+                    self._lock.notify_all()
+            else:
+                self._schedule_reconnect(f"SEND_ERROR {error.message}")
+        elif command.type in (T.CLOSE_PRODUCER, T.TOPIC_MIGRATED):
+            self._schedule_reconnect(frame.type_name)
+
+    def connection_closed(self, error: PulsarError) -> None:
+        self._schedule_reconnect(str(error))
+
+    def _schedule_reconnect(self, reason: str) -> None:
+        with self._lock:
+            if self._reconnecting or self._closed:
+                return
+            self._reconnecting = True
+        threading.Thread(target=self._reconnect, args=(reason,), daemon=True).start()
+
+    def _reconnect(self, reason: str) -> None:
+        conn = self._conn
+        if conn is not None:
+            conn.remove_handler("producer", self._producer_id)
+            if not conn.closed:
+                conn.close()  # the broker may still think this producer is alive
+        backoff = Backoff()
+        deadline = time.monotonic() + self._send_timeout
+        while True:
+            log.info("producer %s on %s reconnecting (%s)", self.name, self.topic, reason)
+            time.sleep(backoff.next())
+            try:
+                self._epoch += 1
+                self._create(first=False)
+                break
+            except PulsarError as exc:
+                if not exc.retriable or time.monotonic() > deadline:
+                    with self._lock:
+                        self._error = exc
+                        self._reconnecting = False
+                        self._lock.notify_all()
+                    return
+                reason = str(exc)
+        with self._lock:
+            self._reconnecting = False
+            for batch in self._pending.values():
+                self._transmit(batch)
