@@ -336,26 +336,30 @@ class Producer:
                                                context=f"send to {self.topic}")
                     self._lock.notify_all()
             else:
-                self._schedule_reconnect(f"SEND_ERROR {error.message}")
+                # As the reference clients do: drop the connection, so that every
+                # pending batch is sent again on a fresh one.
+                self._schedule_reconnect(f"SEND_ERROR {error.message}", close_connection=True)
         elif command.type in (T.CLOSE_PRODUCER, T.TOPIC_MIGRATED):
             self._schedule_reconnect(frame.type_name)
 
     def connection_closed(self, error: PulsarError) -> None:
         self._schedule_reconnect(str(error))
 
-    def _schedule_reconnect(self, reason: str) -> None:
+    def _schedule_reconnect(self, reason: str, *, close_connection: bool = False) -> None:
         with self._lock:
             if self._reconnecting or self._closed:
                 return
             self._reconnecting = True
-        threading.Thread(target=self._reconnect, args=(reason,), daemon=True).start()
+        threading.Thread(
+            target=self._reconnect, args=(reason, close_connection), daemon=True
+        ).start()
 
-    def _reconnect(self, reason: str) -> None:
+    def _reconnect(self, reason: str, close_connection: bool) -> None:
         conn = self._conn
         if conn is not None:
             conn.remove_handler("producer", self._producer_id)
-            if not conn.closed:
-                conn.close()  # the broker may still think this producer is alive
+            if close_connection and not conn.closed:
+                conn.close()
         backoff = Backoff()
         deadline = time.monotonic() + self._send_timeout
         while True:
