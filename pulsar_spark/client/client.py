@@ -16,6 +16,7 @@ from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
 from .reader import PartitionReader, get_last_message_id
+from .routing import PartitionedProducer
 
 __all__ = ["PulsarClient", "parse_position"]
 
@@ -149,25 +150,35 @@ class PulsarClient:
         compression: str | None = None,
         batching: bool = True,
         **options: object,
-    ) -> Producer:
-        """A producer for a non-partitioned topic or one partition.
+    ) -> Producer | PartitionedProducer:
+        """A producer for ``topic``; for a partitioned topic, one per partition
+        behind the same interface (keys routed as the Java client does).
 
         ``options``: ``producer_name``, ``batch_max_messages``, ``batch_max_bytes``,
         ``batch_max_delay`` (s), ``max_pending_messages``, ``send_timeout`` (s).
-
-        Raises:
-            ClientError: the topic is partitioned (routing across partitions is
-                not implemented yet: name one ``-partition-N`` instead).
         """
         name = parse_topic(topic)
-        if name.partition < 0 and self._lookup.partitions(name) > 0:
-            msg = (
-                f"topic {topic!r} is partitioned; producing to a partitioned topic is not "
-                "supported yet: create a producer per '-partition-N' topic"
-            )
-            raise ClientError(msg)
-        return Producer(self._lookup, name, compression=compression, batching=batching,
-                        **options)  # type: ignore[arg-type]
+        count = 0 if name.partition >= 0 else self._lookup.partitions(name)
+        if count == 0:
+            return Producer(self._lookup, name, compression=compression, batching=batching,
+                            **options)  # type: ignore[arg-type]
+        base_name = options.pop("producer_name", None)
+        producers: list[Producer] = []
+        try:
+            for i in range(count):
+                if base_name is not None:
+                    options["producer_name"] = f"{base_name}-{i}"
+                producers.append(Producer(
+                    self._lookup, name.partition_name(i), compression=compression,
+                    batching=batching, **options,  # type: ignore[arg-type]
+                ))
+        except BaseException:
+            for producer in producers:
+                producer.close()
+            raise
+        return PartitionedProducer(
+            producers, switch_every=int(options.get("batch_max_messages", 1000))  # type: ignore[call-overload]
+        )
 
     # -- reading -----------------------------------------------------------------
 

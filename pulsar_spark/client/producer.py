@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..protocol import PulsarApi_pb2 as pb
@@ -174,30 +175,7 @@ class Producer:
     def send_batch(self, table) -> None:
         """Send the rows of an Arrow table: ``value`` (plus optional ``key``,
         ``properties`` and ``eventTime``)."""
-        names = set(table.schema.names)
-        allowed = {"value", "key", "properties", "eventTime"}
-        if "value" not in names or not names <= allowed:
-            msg = (
-                f"send_batch needs a 'value' column and accepts only {sorted(allowed)}; "
-                f"got {sorted(names)}"
-            )
-            raise ClientError(msg)
-        values = table.column("value").to_pylist()
-        keys = table.column("key").to_pylist() if "key" in names else None
-        props = table.column("properties").to_pylist() if "properties" in names else None
-        times = table.column("eventTime").to_pylist() if "eventTime" in names else None
-        for i, value in enumerate(values):
-            if isinstance(value, str):
-                value = value.encode()
-            event = times[i] if times else None
-            if event is not None and not isinstance(event, int):
-                event = int(event.timestamp() * 1000)
-            self.send(
-                value,
-                keys[i] if keys else None,
-                dict(props[i]) if props and props[i] else None,
-                event,
-            )
+        send_rows(self.send, table)
 
     def _seal(self) -> None:
         """Turn the open batch into a SEND frame and send it (lock held)."""
@@ -381,3 +359,34 @@ class Producer:
             self._reconnecting = False
             for batch in self._pending.values():
                 self._transmit(batch)
+
+
+def send_rows(send: Callable[..., None], table) -> None:
+    """Call ``send(value, key, properties, event_time)`` for each row of an Arrow table.
+
+    Raises:
+        ClientError: a column other than value, key, properties and eventTime,
+            or no value column; the message lists the accepted ones.
+    """
+    names = set(table.schema.names)
+    allowed = {"value", "key", "properties", "eventTime"}
+    if "value" not in names or not names <= allowed:
+        msg = (
+            f"send_batch needs a 'value' column and accepts only {sorted(allowed)}; "
+            f"got {sorted(names)}"
+        )
+        raise ClientError(msg)
+    values = table.column("value").to_pylist()
+    keys = table.column("key").to_pylist() if "key" in names else None
+    props = table.column("properties").to_pylist() if "properties" in names else None
+    times = table.column("eventTime").to_pylist() if "eventTime" in names else None
+    for i, value in enumerate(values):
+        event = times[i] if times else None
+        if event is not None and not isinstance(event, int):
+            event = int(event.timestamp() * 1000)
+        send(
+            value.encode() if isinstance(value, str) else value,
+            keys[i] if keys else None,
+            dict(props[i]) if props and props[i] else None,
+            event,
+        )

@@ -7,6 +7,7 @@ import pytest
 from brokers import CODECS, read_all
 
 from pulsar_spark.client import ClientError, PulsarClient
+from pulsar_spark.client.routing import java_string_hash
 
 
 def _messages(n: int) -> list[dict]:
@@ -108,10 +109,47 @@ def test_dropped_connections_resend_pending_batches(pulsar_lite, fault_proxy, to
     assert first_seen == [f"m{i}".encode() for i in range(n)]
 
 
-def test_partitioned_topic_is_refused_clearly(pulsar_lite_partitioned, topic_name) -> None:
+@pytest.mark.parametrize(
+    ("key", "java_hash_code"),
+    [
+        ("", 0),
+        ("hello", 99162322),  # "hello".hashCode() in Java
+        ("Aa", 2112),
+        ("BB", 2112),  # the classic collision
+        ("ü", 252),
+        ("\U0001f600", 1772899),  # a surrogate pair: 0xD83D * 31 + 0xDE00
+        ("polygenelubricants", -2147483648),  # hashCode() is Integer.MIN_VALUE
+    ],
+)
+def test_java_string_hash(key: str, java_hash_code: int) -> None:
+    assert java_string_hash(key) == java_hash_code & 0x7FFF_FFFF
+
+
+def test_partitioned_topic_routes_keys_like_the_java_client(
+    pulsar_lite_partitioned, topic_name
+) -> None:
+    url = pulsar_lite_partitioned.service_url
+    keys = [f"user-{i}" for i in range(40)]
+    with PulsarClient(url) as client:
+        with client.create_producer(topic_name, batch_max_messages=10) as producer:
+            for i, key in enumerate(keys * 3):
+                producer.send(f"{key}/{i}".encode(), key)
+            for i in range(100):
+                producer.send(f"keyless-{i}".encode())
+        rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
+    keyed = [r for r in rows if r["key"] is not None]
+    assert len(keyed) == 120 and len(rows) == 220
+    for row in keyed:
+        assert row["partition"] == java_string_hash(row["key"].decode()) % 4
+    keyless = [r for r in rows if r["key"] is None]
+    assert len({r["partition"] for r in keyless}) == 4  # spread round-robin, in whole batches
+    for partition in range(4):  # per partition, order is kept
+        values = [r["value"] for r in rows if r["partition"] == partition and r["key"] is None]
+        assert values == sorted(values, key=lambda v: int(v.split(b"-")[1]))
+
+
+def test_one_partition_by_name(pulsar_lite_partitioned, topic_name) -> None:
     with PulsarClient(pulsar_lite_partitioned.service_url) as client:
-        with pytest.raises(ClientError, match="partitioned"):
-            client.create_producer(topic_name)
         with client.create_producer(f"{topic_name}-partition-2") as producer:
             producer.send(b"x")
         rows = [r for b in client.read_batches(f"{topic_name}-partition-2")
