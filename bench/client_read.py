@@ -22,19 +22,18 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pulsar
 import pyarrow as pa
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from brokers import PulsarLite, produce  # noqa: E402
+from _broker import broker_url
+from brokers import produce
 
-from pulsar_spark.client import PulsarClient  # noqa: E402
+from pulsar_spark.client import PulsarClient
 
 
 def _rss_mib() -> float:
@@ -91,13 +90,7 @@ def main() -> int:
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
     args = parser.parse_args()
 
-    broker = None
-    url = args.service_url
-    if url is None:
-        broker = PulsarLite(Path(tempfile.mkdtemp(prefix="bench-read-")), name="bench")
-        broker.start()
-        url = broker.service_url
-    try:
+    with broker_url(args.service_url, "bench-read-") as url:
         topic = f"persistent://public/default/bench-read-{int(time.time())}"
         payload = b"x" * args.size
         started = time.perf_counter()
@@ -122,9 +115,6 @@ def main() -> int:
                   f"peak RSS so far {rss[name]:.0f} MiB")
         ratio = best["official"] / best["ours"]
         print(f"ours/official: {ratio:.2f}x (goal: at least 2.0x)")
-    finally:
-        if broker is not None:
-            broker.close()
     return 0
 
 

@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pulsar
 import pyarrow as pa
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from brokers import PulsarLite  # noqa: E402
+from _broker import broker_url
 
-from pulsar_spark.client import PulsarClient  # noqa: E402
+from pulsar_spark.client import PulsarClient
 
 
 def write_ours(url: str, topic: str, table: pa.Table) -> None:
@@ -61,13 +59,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url")
     args = parser.parse_args()
-    broker = None
-    url = args.service_url
-    if url is None:
-        broker = PulsarLite(Path(tempfile.mkdtemp(prefix="bench-write-")), name="bench")
-        broker.start()
-        url = broker.service_url
-    try:
+    with broker_url(args.service_url, "bench-write-") as url:
         table = pa.table({"value": pa.array([b"x" * args.size] * args.messages, pa.binary())})
         best = {"ours": float("inf"), "official": float("inf")}
         for run in range(args.runs):
@@ -79,9 +71,6 @@ def main() -> int:
         for name in ("ours", "official"):
             print(f"{name:9s} {args.messages / best[name]:>12,.0f} msgs/s  best {best[name]:.2f} s")
         print(f"ours/official: {best['official'] / best['ours']:.2f}x (goal: at least 1.0x)")
-    finally:
-        if broker is not None:
-            broker.close()
     return 0
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ..protocol.arrow import base_topic
 from .errors import InvalidServiceUrl, InvalidTopicName
 
 __all__ = ["ServiceUrl", "TopicName", "parse_service_url", "parse_topic"]
@@ -142,10 +143,5 @@ def parse_topic(name: str) -> TopicName:
         msg = f"topic name {name!r} has an empty part"
         raise InvalidTopicName(msg)
     local = parts[-1]
-    partition = -1
-    cut = local.rfind(_PARTITION)
-    if cut > 0:
-        digits = local[cut + len(_PARTITION) :]
-        if digits.isascii() and digits.isdigit():
-            partition = int(digits)
+    _, partition = base_topic(local)
     return TopicName(domain, "/".join(parts[:-1]), local, partition)

@@ -149,11 +149,9 @@ class Producer:
         """
         smm = pb.SingleMessageMetadata()
         if key is not None:
+            smm.partition_key = partition_key_text(key)
             if isinstance(key, bytes):
-                smm.partition_key = base64.b64encode(key).decode()
                 smm.partition_key_b64_encoded = True
-            else:
-                smm.partition_key = key
         if properties:
             for k, v in properties.items():
                 smm.properties.add(key=k, value=v)
@@ -359,6 +357,11 @@ class Producer:
             self._reconnecting = False
             for batch in self._pending.values():
                 self._transmit(batch)
+
+
+def partition_key_text(key: str | bytes) -> str:
+    """The partition key as the wire carries it: bytes keys are base64 text."""
+    return key if isinstance(key, str) else base64.b64encode(key).decode()
 
 
 def send_rows(send: Callable[..., None], table) -> None:

@@ -9,10 +9,9 @@ partition once per batch so that batches stay full.
 
 from __future__ import annotations
 
-import base64
 import itertools
 
-from .producer import Producer, send_rows
+from .producer import Producer, partition_key_text, send_rows
 
 __all__ = ["PartitionedProducer", "java_string_hash"]
 
@@ -46,8 +45,7 @@ class PartitionedProducer:
                 self._current = next(self._partition)
             self._sent_keyless += 1
             return self._current
-        text = key if isinstance(key, str) else _b64(key)
-        return java_string_hash(text) % self._n
+        return java_string_hash(partition_key_text(key)) % self._n
 
     def send(
         self,
@@ -80,7 +78,3 @@ class PartitionedProducer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _b64(key: bytes) -> str:
-    return base64.b64encode(key).decode()

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 from .entry import Entry, decode_key, text
 from .errors import CorruptMessage, ProtocolError
 from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, map_array
+from .wire import WireError, encode_varint, fields
 
 __all__ = ["ROW_SCHEMA", "ArrowBatchBuilder", "base_topic"]
 
@@ -383,48 +384,16 @@ def _smm_from_metadata(meta: bytes, payload_size: int) -> bytes:
     Works on the wire bytes, so that strings that are not UTF-8 travel as they are.
     """
     out = bytearray()
-    pos, end = 0, len(meta)
-    while pos < end:
-        key, pos = _varint(meta, pos)
-        field, wire = key >> 3, key & 7
-        start = pos
-        if wire == 0:
-            _, pos = _varint(meta, pos)
-        elif wire == 2:
-            size, pos = _varint(meta, pos)
-            pos += size
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:  # cannot come from SerializeToString
-            msg = f"unexpected wire type {wire} in message metadata"
-            raise CorruptMessage(msg)
-        target = _TO_SMM.get(field)
-        if target is not None:
-            out += _encode_varint(target << 3 | wire)
-            out += meta[start:pos]
-    out += _encode_varint(3 << 3) + _encode_varint(payload_size)
-    return bytes(out)
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
+    try:
+        for field, wire, start, end in fields(meta):
+            target = _TO_SMM.get(field)
+            if target is not None:
+                out += encode_varint(target << 3 | wire)
+                out += meta[start:end]
+    except WireError as exc:  # cannot come from SerializeToString
+        msg = f"message metadata does not re-encode: {exc}"
+        raise CorruptMessage(msg) from exc
+    out += encode_varint(3 << 3) + encode_varint(payload_size)
     return bytes(out)
 
 

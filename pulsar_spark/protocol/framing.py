@@ -44,6 +44,7 @@ from .errors import (
     TruncatedFrame,
     UnknownCommand,
 )
+from .wire import WireError, fields, read_varint
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -455,42 +456,13 @@ def _raise_unknown(type_value: int, offset: int) -> None:
 
 def _raw_type(view: memoryview) -> int | None:
     """The value of BaseCommand field 1 (``type``) read by hand, if there is one."""
-    pos, n = 0, len(view)
-    while pos < n:
-        key, pos = _varint(view, pos)
-        if key is None:
-            return None
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(view, pos)
-            if value is None:
-                return None
-            if field == 1:
-                return value
-        elif wire == 2:
-            length, pos = _varint(view, pos)
-            if length is None:
-                return None
-            pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            return None
+    try:
+        for field, wire, start, _ in fields(view):
+            if field == 1 and wire == 0:
+                return read_varint(view, start)[0]
+    except WireError:
+        return None
     return None
-
-
-def _varint(view: memoryview, pos: int) -> tuple[int | None, int]:
-    result = shift = 0
-    while pos < len(view) and shift < 64:
-        byte = view[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-    return None, pos
 
 
 def _decode_payload_part(

@@ -1,0 +1,83 @@
+"""Reading protobuf wire format by hand, for the few places that need raw fields.
+
+Grammar (``varint`` = 7 bits a byte, low group first, high bit = more)::
+
+    message = field*
+    field   = key:varint value        key = field_number << 3 | wire_type
+    value   = varint                  wire type 0
+            | fixed[8]                wire type 1
+            | length:varint bytes     wire type 2
+            | fixed[4]                wire type 5
+
+Used to peek at a BaseCommand's ``type`` when protobuf refuses the command,
+and to re-tag message metadata fields as batch-item fields without decoding
+their strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+__all__ = ["WireError", "encode_varint", "fields", "read_varint"]
+
+_FIXED = {1: 8, 5: 4}
+
+
+class WireError(ValueError):
+    """Bytes that are not protobuf wire format (truncated, over-long, bad wire type)."""
+
+
+def read_varint(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it.
+
+    Raises:
+        WireError: the data ends inside it, or it is longer than 10 bytes.
+    """
+    result = shift = 0
+    while pos < len(data) and shift < 64:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+    msg = f"truncated or over-long varint before byte {pos}"
+    raise WireError(msg)
+
+
+def fields(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, int, int, int]]:
+    """Each field as ``(field_number, wire_type, value_start, value_end)``.
+
+    For wire type 2 the value range includes its length prefix, so that
+    ``data[value_start:value_end]`` can be written again under another key.
+
+    Raises:
+        WireError: at the first field that cannot be read.
+    """
+    pos, end = 0, len(data)
+    while pos < end:
+        key, pos = read_varint(data, pos)
+        wire, start = key & 7, pos
+        if wire == 0:
+            _, pos = read_varint(data, pos)
+        elif wire == 2:
+            size, pos = read_varint(data, pos)
+            pos += size
+        elif wire in _FIXED:
+            pos += _FIXED[wire]
+        else:
+            msg = f"wire type {wire} at byte {start}"
+            raise WireError(msg)
+        if pos > end:
+            msg = f"field {key >> 3} runs past the end ({end} bytes)"
+            raise WireError(msg)
+        yield key >> 3, wire, start, pos
+
+
+def encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
