@@ -355,17 +355,20 @@ def test_proxy_drops_every_k_frames(
         batching_max_messages=10,
         batching_max_publish_delay_ms=1,
     )
-    assert len(ids) == 100  # the official client reconnected and finished
-    assert proxy.drops >= 1
-    assert proxy.connections_accepted > proxy.drops
-    assert proxy.frames_from_broker <= k * proxy.connections_accepted
-    assert proxy.errors == []
+    stats = proxy.stats()
+    assert len(ids) == 100, stats  # the official client reconnected and finished
+    assert proxy.drops >= 1, stats
+    # Every drop was followed by a reconnect, except perhaps the last: when the final receipt
+    # happens to be a connection's K-th frame, the producer closes without reconnecting.
+    assert proxy.connections_accepted >= proxy.drops >= proxy.connections_accepted - 1, stats
+    assert proxy.frames_from_broker <= k * proxy.connections_accepted, stats
+    assert proxy.errors == [], stats
     # No deduplication in pulsar-lite: messages whose receipt was cut off are resent and
     # stored again. Every message is there at least once, in the order first sent.
-    got = read_all(pulsar_lite.service_url, topic_name)
+    got = read_all(pulsar_lite.service_url, topic_name, at_least=len(sent))
     values = [m["value"] for m in got]
-    assert set(values) == {m["value"] for m in sent}
-    assert list(dict.fromkeys(values)) == [m["value"] for m in sent]
+    assert set(values) == {m["value"] for m in sent}, stats
+    assert list(dict.fromkeys(values)) == [m["value"] for m in sent], stats
 
 
 def _open_connected(proxy: FaultProxy) -> socket.socket:
