@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterator
 
@@ -15,10 +16,20 @@ from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
-from .reader import PartitionReader, get_last_message_id
+from .reader import PartitionReader, last_message_id, message_id_at_time
 from .routing import PartitionedProducer
 
-__all__ = ["PulsarClient", "parse_position"]
+__all__ = ["PulsarClient", "parse_position", "publish_time_ms"]
+
+
+def publish_time_ms(value: dt.datetime, what: str) -> int:
+    """A datetime as epoch milliseconds; a naive one is taken as UTC."""
+    if not isinstance(value, dt.datetime):
+        msg = f"{what}={value!r}: expected a datetime"
+        raise ClientError(msg)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return int(value.timestamp() * 1000)
 
 T = pb.BaseCommand
 
@@ -130,17 +141,23 @@ class PulsarClient:
             topics = [t for t in topics if regex.fullmatch(t) or regex.fullmatch(t.split("://")[-1])]
         return sorted(topics)
 
+    def message_id_at_time(self, topic: str, publish_time: int | dt.datetime) -> MessageId | None:
+        """The id of the first message of ``topic`` (a non-partitioned topic or one
+        partition) published at or after ``publish_time`` (epoch ms or a datetime),
+        found with a SEEK; None when every message is older."""
+        name = parse_topic(topic)
+        if isinstance(publish_time, dt.datetime):
+            publish_time = publish_time_ms(publish_time, "publish_time")
+        if name.partition < 0 and self._lookup.partitions(name) > 0:
+            msg = f"{name} is partitioned: ask for the time of one partition"
+            raise ClientError(msg)
+        return message_id_at_time(self._lookup, name, publish_time,
+                                  operation_timeout=self.operation_timeout)
+
     def get_last_message_id(self, topic: str) -> MessageId | None:
         """The id of the last message of a (partition) topic; None when it is empty."""
-        name = parse_topic(topic)
-        reader = PartitionReader(self._lookup, name, start=LATEST,
-                                 operation_timeout=self.operation_timeout)
-        try:
-            reader._subscribe()
-            assert reader._conn is not None
-            return get_last_message_id(reader._conn, reader._consumer_id, name)
-        finally:
-            reader.close()
+        return last_message_id(self._lookup, parse_topic(topic),
+                               operation_timeout=self.operation_timeout)
 
     # -- writing -----------------------------------------------------------------
 
@@ -185,24 +202,40 @@ class PulsarClient:
     def read_batches(
         self,
         topic: str,
-        start: str | MessageId = "earliest",
-        end: str | MessageId = "latest",
+        start: str | MessageId | dt.datetime = "earliest",
+        end: str | MessageId | dt.datetime = "latest",
         *,
         start_inclusive: bool = True,
+        end_inclusive: bool = True,
         receiver_queue_size: int = 1000,
         batch_rows: int = 10_000,
     ) -> Iterator[pa.RecordBatch]:
         """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
         starts) as RecordBatches with the row schema.
 
+        ``start`` and ``end`` are ``"earliest"``, ``"latest"``, a :class:`MessageId`
+        (or its ``ledger:entry[:partition[:batch]]`` text) or a publish time as a
+        ``datetime``. A start time reads from the first message published at or
+        after it (a seek); an end time stops before that message, so consecutive
+        time ranges split a topic without gaps or overlaps.
+
         A partitioned topic is read partition by partition; a name ending in
         ``-partition-N`` reads that partition only.
         """
-        first = parse_position(start, "start")
-        last = parse_position(end, "end")
+        start_time = publish_time_ms(start, "start") if isinstance(start, dt.datetime) else None
+        end_time = publish_time_ms(end, "end") if isinstance(end, dt.datetime) else None
+        first = EARLIEST if start_time is not None else parse_position(start, "start")  # type: ignore[arg-type]
+        last = LATEST if end_time is not None else parse_position(end, "end")  # type: ignore[arg-type]
         for partition in self._partitions_of(parse_topic(topic)):
+            stop, stop_inclusive = last, end_inclusive
+            if end_time is not None:
+                found = message_id_at_time(self._lookup, partition, end_time,
+                                           operation_timeout=self.operation_timeout)
+                if found is not None:
+                    stop, stop_inclusive = found, False
             reader = PartitionReader(
-                self._lookup, partition, start=first, start_inclusive=start_inclusive, end=last,
+                self._lookup, partition, start=first, start_inclusive=start_inclusive,
+                start_time=start_time, end=stop, end_inclusive=stop_inclusive,
                 receiver_queue_size=receiver_queue_size, batch_rows=batch_rows,
                 operation_timeout=self.operation_timeout,
             )

@@ -11,6 +11,12 @@ are ``ack_set`` bits, ``compacted_out`` items and markers. Flow permits are
 counted per received message and granted again at half the queue, which
 returns the permits of filtered items too.
 
+A start by publish time SEEKs the fresh subscription (before any FLOW) and
+re-subscribes under the same name if the broker closes the consumer for the
+seek, as Apache Pulsar does; the prefix of messages published before that
+time is skipped here too, so a broker that ignored the seek costs a scan, not
+a wrong answer.
+
 On a lost connection, CLOSE_CONSUMER or TOPIC_MIGRATED the reader looks the
 topic up again and re-subscribes from the last entry it processed
 (exclusive), with backoff bounded by the operation timeout: no message is
@@ -43,7 +49,14 @@ from .errors import ConnectionClosed, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
 
-__all__ = ["PartitionReader", "Backoff", "get_last_message_id"]
+__all__ = [
+    "Backoff",
+    "PartitionReader",
+    "get_last_message_id",
+    "last_message_id",
+    "message_id_at_time",
+    "newest_publish_time",
+]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -130,8 +143,12 @@ class PartitionReader:
         topic: the topic (a partition name for a partitioned topic).
         start: first position: EARLIEST, LATEST or a message id.
         start_inclusive: whether the message at ``start`` is read.
-        end: last position to read, inclusive (LATEST = the last message when
-            the read starts).
+        start_time: a publish time in ms; when given, the read starts at the
+            first message published at or after it (a seek) and ``start`` is
+            ignored.
+        end: last position to read (LATEST = the last message when the read
+            starts).
+        end_inclusive: whether the message at ``end`` is read.
         receiver_queue_size: flow permits outstanding at most.
         batch_rows, batch_bytes: when to emit a RecordBatch.
         idle_timeout: seconds without data before checking whether the end
@@ -146,7 +163,9 @@ class PartitionReader:
         *,
         start: MessageId = EARLIEST,
         start_inclusive: bool = True,
+        start_time: int | None = None,
         end: MessageId = LATEST,
+        end_inclusive: bool = True,
         receiver_queue_size: int = 1000,
         batch_rows: int = 10_000,
         batch_bytes: int = 64 << 20,
@@ -159,9 +178,12 @@ class PartitionReader:
         self.lookup = lookup
         self.topic = topic
         self.partition = topic.partition
-        self._start = start
-        self._start_inclusive = start_inclusive
+        self._start = EARLIEST if start_time is not None else start
+        self._start_inclusive = start_inclusive or start_time is not None
+        #: The publish time to seek to; None once a message at or after it came.
+        self._start_time = start_time
         self._end = end
+        self._end_inclusive = end_inclusive
         self._queue = receiver_queue_size
         self._batch_rows = batch_rows
         self._batch_bytes = batch_bytes
@@ -188,17 +210,51 @@ class PartitionReader:
         return MessageId(ledger, entry, self.partition, -1), False
 
     def _subscribe(self) -> None:
+        # A fresh name on every (re)subscribe: the subscription is non-durable
+        # anyway, and pulsar-lite serves a reused name from its first start id.
+        name = f"reader-{uuid.uuid4().hex[:10]}"
+        seek_time = self._start_time if self._processed is None else None
+        self._open_consumer(name)
+        if seek_time is not None:
+            self._seek_time(name, seek_time)
+        self._permits_used = 0
+        self._flow(self._queue)
+
+    def _seek_time(self, name: str, publish_time: int) -> None:
+        """SEEK the new consumer to ``publish_time``; re-attach if the broker closes it."""
+        assert self._conn is not None
+        conn = self._conn
+        seek = pb.CommandSeek(
+            consumer_id=self._consumer_id, request_id=conn.new_id("request"),
+            message_publish_time=publish_time,
+        )
+        conn.request(T(type=T.SEEK, seek=seek))
+        # Apache Pulsar resets the cursor and closes the consumer (CLOSE_CONSUMER
+        # before SUCCESS); the non-durable subscription stays, with its new
+        # position, for a consumer that subscribes under the same name.
+        closed = False
+        while (frame := self._inbox.get(0)) is not None:
+            if frame.command.type in (T.CLOSE_CONSUMER, T.TOPIC_MIGRATED):
+                closed = True
+        if closed:
+            conn.remove_handler("consumer", self._consumer_id)
+            self._conn = None
+            self._open_consumer(name)
+
+    def _open_consumer_at_latest(self) -> None:
+        """A consumer that receives nothing (no FLOW): for GetLastMessageId."""
+        self._open_consumer(f"reader-{uuid.uuid4().hex[:10]}")
+
+    def _open_consumer(self, name: str) -> None:
         start, _ = self._resume_point()
         conn = self.lookup.connection_for(self.topic)
         consumer_id = conn.new_id("consumer")
         inbox = _Inbox()
         # Register before SUBSCRIBE: messages may follow its SUCCESS at once.
         conn.add_handler("consumer", consumer_id, inbox)
-        # A fresh name on every (re)subscribe: the subscription is non-durable
-        # anyway, and pulsar-lite serves a reused name from its first start id.
         subscribe = pb.CommandSubscribe(
             topic=str(self.topic),
-            subscription=f"reader-{uuid.uuid4().hex[:10]}",
+            subscription=name,
             subType=pb.CommandSubscribe.Exclusive,
             consumer_id=consumer_id,
             request_id=conn.new_id("request"),
@@ -214,8 +270,6 @@ class PartitionReader:
             conn.remove_handler("consumer", consumer_id)
             raise
         self._conn, self._consumer_id, self._inbox = conn, consumer_id, inbox
-        self._permits_used = 0
-        self._flow(self._queue)
 
     def _flow(self, permits: int) -> None:
         assert self._conn is not None
@@ -269,21 +323,25 @@ class PartitionReader:
     # -- reading ---------------------------------------------------------------------
 
     def _end_position(self) -> MessageId | None:
-        """The last id to read, fixed now; None when there is nothing to read."""
+        """The end, fixed now (see :attr:`_end_inclusive`); None when there is
+        nothing to read."""
         assert self._conn is not None
         last = get_last_message_id(self._conn, self._consumer_id, self.topic)
         if last is None:
             return None
-        end = last if self._end.is_latest or self._end > last else self._end
+        if self._end.is_latest or self._end > last:
+            end, self._end_inclusive = last, True
+        else:
+            end = self._end
         start, inclusive = self._resume_point()
-        if not start.is_earliest and (
-            start.is_latest or (end.ledger, end.entry) < (start.ledger, start.entry)
-        ):
+        end_key, start_key = (end.ledger, end.entry), (start.ledger, start.entry)
+        if not start.is_earliest and (start.is_latest or end_key < start_key):
             return None
-        if not inclusive and start.batch_index < 0 and (end.ledger, end.entry) == (
-            start.ledger, start.entry
-        ):
+        if not inclusive and start.batch_index < 0 and end_key == start_key:
             return None
+        if (not self._end_inclusive and end.batch_index < 0 and not start.is_earliest
+                and end_key <= start_key):
+            return None  # the read ends before the entry it starts at
         return end
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -303,6 +361,12 @@ class PartitionReader:
                 self._reconnect(str(exc))
 
     def _read(self) -> Iterator[pa.RecordBatch]:
+        if self._start_time is not None:
+            # pulsar-lite drops the connection on a SEEK past the newest message
+            # (Apache Pulsar moves to the end): look before seeking.
+            newest = newest_publish_time(self.lookup, self.topic, operation_timeout=self._timeout)
+            if newest is None or newest < self._start_time:
+                return
         self._retrying(self._subscribe)
         end = self._retrying(self._end_position)
         if end is None:
@@ -347,8 +411,17 @@ class PartitionReader:
             "num_messages_in_batch") else 1)
         if (ledger, entry_id) > (end.ledger, end.entry):
             return True  # beyond the end: in flight when the end was reached
+        if not self._end_inclusive and end.batch_index < 0 and (
+            (ledger, entry_id) == (end.ledger, end.entry)
+        ):
+            return True  # the entry the (exclusive) end names
         if self._processed is not None and (ledger, entry_id) <= self._processed:
             return False  # re-delivered after a reconnect
+        if self._start_time is not None:
+            if metadata.publish_time < self._start_time:
+                self._mark_processed(ledger, entry_id)  # before the seek time
+                return (ledger, entry_id) >= (end.ledger, end.entry)
+            self._start_time = None
         if is_chunk(metadata):
             whole = self._chunks.add(ledger, entry_id, metadata, payload, partition=self.partition)
             if whole is None:
@@ -363,7 +436,8 @@ class PartitionReader:
         positions = select(entry, ack_set=message.ack_set, start=start, start_inclusive=inclusive)
         if (ledger, entry_id) == (end.ledger, end.entry) and end.batch_index >= 0:
             indexes = entry.batch_indexes
-            positions = [p for p in positions if indexes[p] <= end.batch_index]
+            limit = end.batch_index if self._end_inclusive else end.batch_index - 1
+            positions = [p for p in positions if indexes[p] <= limit]
         builder.add(entry, positions)
         self._mark_processed(ledger, entry_id)
         return (ledger, entry_id) >= (end.ledger, end.entry)
@@ -400,3 +474,50 @@ class PartitionReader:
             )
             raise OperationTimeout(msg)
         return False
+
+
+def message_id_at_time(
+    lookup: LookupService, topic: TopicName, publish_time: int, *, operation_timeout: float = 30.0
+) -> MessageId | None:
+    """The id of the first message of ``topic`` (one partition) published at or
+    after ``publish_time`` (ms), found by a SEEK; None when there is none."""
+    reader = PartitionReader(
+        lookup, topic, start_time=publish_time, receiver_queue_size=100, batch_rows=1,
+        operation_timeout=operation_timeout,
+    )
+    for batch in reader:  # closes the reader when left
+        if batch.num_rows:
+            return MessageId.parse(batch.column("messageId")[0].as_py())
+    return None
+
+
+def last_message_id(
+    lookup: LookupService, topic: TopicName, *, operation_timeout: float = 30.0
+) -> MessageId | None:
+    """The id of the last message of ``topic`` (one partition); None when it is empty."""
+    reader = PartitionReader(lookup, topic, start=LATEST, operation_timeout=operation_timeout)
+    try:
+        reader._retrying(reader._open_consumer_at_latest)
+        assert reader._conn is not None
+        return reader._retrying(
+            lambda: get_last_message_id(reader._conn, reader._consumer_id, topic)  # type: ignore[arg-type]
+        )
+    finally:
+        reader.close()
+
+
+def newest_publish_time(
+    lookup: LookupService, topic: TopicName, *, operation_timeout: float = 30.0
+) -> int | None:
+    """The publish time (ms) of the last entry of ``topic``; None when it is empty."""
+    last = last_message_id(lookup, topic, operation_timeout=operation_timeout)
+    if last is None:
+        return None
+    entry = MessageId(last.ledger, last.entry, last.partition, -1)
+    reader = PartitionReader(lookup, topic, start=entry, end=entry, receiver_queue_size=10,
+                             operation_timeout=operation_timeout)
+    newest = None
+    for batch in reader:
+        times = batch.column("publishTime").cast(pa.int64()).to_pylist()
+        newest = max([t // 1000 for t in times] + ([newest] if newest is not None else []))
+    return newest

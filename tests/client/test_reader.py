@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 import threading
 import time
 
@@ -9,6 +11,7 @@ import pytest
 from brokers import CODECS, produce
 
 from pulsar_spark.client import (
+    ClientError,
     ConnectError,
     ConnectionClosed,
     InvalidServiceUrl,
@@ -155,6 +158,85 @@ def test_start_and_end_inside_batches(pulsar_lite, topic_name) -> None:
         assert [r["value"] for r in got] == values[-1:]
         assert _rows(client, topic_name, start=ids[-1], start_inclusive=False) == []
         assert _rows(client, topic_name, start="latest") == []
+
+
+def test_exclusive_ends_inside_and_at_batches(pulsar_lite, topic_name) -> None:
+    sent = _messages(120)
+    ids = produce(pulsar_lite.service_url, topic_name, sent, batching=True,
+                  batching_max_messages=40)
+    values = [m["value"] for m in sent]
+    with PulsarClient(pulsar_lite.service_url) as client:
+        got = _rows(client, topic_name, end=ids[57], end_inclusive=False)
+        assert [r["value"] for r in got] == values[:57]
+        entry_of_80 = ":".join(ids[80].split(":")[:3]) + ":-1"  # the whole entry holding 80
+        got = _rows(client, topic_name, start=ids[10], end=entry_of_80, end_inclusive=False)
+        assert [r["value"] for r in got] == values[10:80]
+        assert _rows(client, topic_name, start=ids[80], end=entry_of_80, end_inclusive=False) == []
+        assert _rows(client, topic_name, start=ids[57], end=ids[57], end_inclusive=False) == []
+
+
+def _published_in_bursts(url: str, topic: str, bursts: int, size: int) -> list[dict]:
+    """``bursts`` batches of ``size`` messages, each batch published a little later."""
+    sent: list[dict] = []
+    for b in range(bursts):
+        burst = _messages(size, start=b * size)
+        produce(url, topic, burst, batching=True, batching_max_messages=size)
+        sent.extend(burst)
+        time.sleep(0.02)
+    return sent
+
+
+def test_start_and_end_by_publish_time(pulsar_lite, topic_name) -> None:
+    url = pulsar_lite.service_url
+    sent = _published_in_bursts(url, topic_name, bursts=6, size=5)
+    values = [m["value"] for m in sent]
+    with PulsarClient(url) as client:
+        rows = _rows(client, topic_name)
+        assert [r["value"] for r in rows] == values
+        times = [r["publishTime"] for r in rows]
+        assert times == sorted(times)
+        # A time inside a burst's batch starts at the batch: every item shares its time.
+        t = times[12]
+        first = times.index(t)
+        assert _rows(client, topic_name, start=t) == rows[first:]
+        assert _rows(client, topic_name, end=t) == rows[:first]
+        assert client.message_id_at_time(topic_name, t) is not None
+        assert str(client.message_id_at_time(topic_name, t)) == rows[first]["messageId"]
+        # Consecutive time ranges cover the topic exactly once.
+        cuts = sorted({times[i] for i in (7, 12, 23)})
+        bounds = ["earliest", *cuts, "latest"]
+        pieces = [
+            _rows(client, topic_name, start=a, end=b) for a, b in itertools.pairwise(bounds)
+        ]
+        assert [r for piece in pieces for r in piece] == rows
+        assert all(pieces)
+        # Before everything, and after everything (pulsar-lite drops the connection on a
+        # SEEK past the newest message: the reader looks first).
+        early, late = times[0] - dt.timedelta(days=1), times[-1] + dt.timedelta(seconds=1)
+        assert _rows(client, topic_name, start=early) == rows
+        assert _rows(client, topic_name, start=late) == []
+        assert _rows(client, topic_name, end=early) == []
+        assert client.message_id_at_time(topic_name, late) is None
+        assert client.message_id_at_time(topic_name, int(early.timestamp() * 1000)) == (
+            client.message_id_at_time(topic_name, early)
+        )
+
+
+def test_time_bounds_on_an_empty_topic_and_a_partitioned_one(
+    pulsar_lite, pulsar_lite_partitioned, topic_name
+) -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    with PulsarClient(pulsar_lite.service_url) as client:
+        assert _rows(client, topic_name, start=now) == []
+        assert client.message_id_at_time(topic_name, now) is None
+    url = pulsar_lite_partitioned.service_url
+    produce(url, topic_name, _messages(40))
+    with PulsarClient(url) as client:
+        rows = _rows(client, topic_name, start=now - dt.timedelta(minutes=5))
+        assert len(rows) == 40
+        with pytest.raises(ClientError, match="partitioned"):
+            client.message_id_at_time(topic_name, now)
+        assert client.message_id_at_time(f"{topic_name}-partition-0", now) is not None
 
 
 def test_partitioned_topic(pulsar_lite_partitioned, topic_name) -> None:
