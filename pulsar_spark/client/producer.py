@@ -12,6 +12,17 @@ TOPIC_MIGRATED the producer is created again under the same name (epoch + 1)
 and every pending batch is sent again, in order, with its sequence ids: with
 deduplication on, the broker drops what it already has, and its receipt for
 a duplicate (``-1:-1``) counts as persisted.
+
+A message whose (compressed) payload does not fit the broker's
+``max_message_size`` is sent in chunks: one SEND per chunk (``is_chunk``),
+all sharing the message's sequence id and ``uuid``, each chunk's metadata
+plus payload within the limit. It is confirmed once every chunk's receipt is
+in; a resend after a reconnect sends only the chunks not yet confirmed.
+
+SEND_ERROR is fatal for a checksum error, a terminated topic and a refused
+message (``NotAllowedError``): the producer fails with the broker's message.
+Any other SEND_ERROR drops the connection and resends, as the reference
+clients do.
 """
 
 from __future__ import annotations
@@ -28,8 +39,8 @@ from dataclasses import dataclass
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.batch import encode_batch
 from ..protocol.codecs import codec_by_name, compress
-from ..protocol.errors import PulsarError, server_error
-from ..protocol.framing import Frame, encode_payload_command
+from ..protocol.errors import EncodeError, PulsarError, server_error
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE, Frame, encode_payload_command
 from .connection import Connection
 from .errors import ClientError, ConnectionClosed, OperationTimeout
 from .lookup import LookupService
@@ -42,6 +53,10 @@ log = logging.getLogger(__name__)
 T = pb.BaseCommand
 
 
+#: SEND_ERROR codes that resending cannot cure.
+_FATAL_SEND_ERRORS = frozenset({pb.ChecksumError, pb.TopicTerminatedError, pb.NotAllowedError})
+
+
 @dataclass(slots=True)
 class _Batch:
     first: int
@@ -50,6 +65,10 @@ class _Batch:
     send: pb.CommandSend
     metadata: bytes
     payload: bytes
+    #: (metadata, payload) of each chunk of a chunked message; None otherwise.
+    chunks: list[tuple[bytes, bytes]] | None = None
+    #: chunks whose receipt came (receipts arrive in order).
+    chunks_confirmed: int = 0
 
 
 class Producer:
@@ -64,6 +83,9 @@ class Producer:
         batch_max_messages, batch_max_bytes, batch_max_delay: when a batch is sealed.
         max_pending_messages: messages sent but not yet confirmed, at most.
         send_timeout: seconds a batch may wait for its receipt, reconnects included.
+        chunking: send messages larger than the broker's ``max_message_size`` in
+            chunks (the default); when off, such a message fails the send.
+        chunk_max_size: a smaller limit for metadata + payload of one chunk.
     """
 
     def __init__(
@@ -79,7 +101,12 @@ class Producer:
         batch_max_delay: float = 0.01,
         max_pending_messages: int = 10_000,
         send_timeout: float = 30.0,
+        chunking: bool = True,
+        chunk_max_size: int | None = None,
     ) -> None:
+        if chunk_max_size is not None and chunk_max_size < 1024:
+            msg = f"chunk_max_size must be at least 1024 bytes, not {chunk_max_size}"
+            raise ClientError(msg)
         self.lookup = lookup
         self.topic = topic
         self._codec = codec_by_name(compression)
@@ -89,6 +116,8 @@ class Producer:
         self._max_delay = batch_max_delay
         self._max_pending = max(max_pending_messages, self._max_messages)
         self._send_timeout = send_timeout
+        self._chunking = chunking
+        self._chunk_max_size = chunk_max_size
         self._user_name = producer_name
         self.name = producer_name or ""
         self._epoch = 0
@@ -148,25 +177,42 @@ class Producer:
             PulsarError: an earlier batch failed for good.
         """
         smm = pb.SingleMessageMetadata()
+        size = 32  # its share of a batch, at most: the item's metadata and framing
         if key is not None:
             smm.partition_key = partition_key_text(key)
+            size += len(smm.partition_key)
             if isinstance(key, bytes):
                 smm.partition_key_b64_encoded = True
         if properties:
             for k, v in properties.items():
                 smm.properties.add(key=k, value=v)
+                size += 3 * (len(k) + len(v)) + 8
         if event_time:
             smm.event_time = event_time
         if value is None:
             smm.null_value = True
             value = b""
+        size += len(value)
         with self._lock:
             self._raise_if_failed()
+            if self._batching:
+                # A batch never exceeds the message limit (chunks are never batched):
+                # a message too big to share one goes alone, in chunks if need be.
+                limit = self._message_limit()
+                limit -= limit // 64 + 1024  # metadata, and what a codec may add
+                if size >= min(self._max_bytes, limit):
+                    self._seal()
+                    smm.sequence_id = self._next_seq
+                    self._items.append((smm, bytes(value)))
+                    self._seal(batched=False)
+                    return
+                if self._bytes + size > limit:
+                    self._seal()
             if not self._items:
                 self._opened_at = time.monotonic()
             smm.sequence_id = self._next_seq + len(self._items)
             self._items.append((smm, bytes(value)))
-            self._bytes += len(value)
+            self._bytes += size
             if len(self._items) >= self._max_messages or self._bytes >= self._max_bytes:
                 self._seal()
 
@@ -175,11 +221,12 @@ class Producer:
         ``properties`` and ``eventTime``)."""
         send_rows(self.send, table)
 
-    def _seal(self) -> None:
+    def _seal(self, batched: bool | None = None) -> None:
         """Turn the open batch into a SEND frame and send it (lock held)."""
         items, self._items, self._bytes = self._items, [], 0
         if not items:
             return
+        batched = self._batching if batched is None else batched
         count = len(items)
         while self._pending_messages + count > self._max_pending and self._error is None:
             if not self._lock.wait(self._send_timeout):
@@ -192,7 +239,7 @@ class Producer:
         meta = pb.MessageMetadata(
             producer_name=self.name, sequence_id=first, publish_time=int(time.time() * 1000),
         )
-        if self._batching:
+        if batched:
             payload = encode_batch(items)
             meta.num_messages_in_batch = count
             meta.highest_sequence_id = last
@@ -208,12 +255,55 @@ class Producer:
             meta.uncompressed_size = len(payload)
             payload = compress(self._codec, payload)
         send = pb.CommandSend(producer_id=0, sequence_id=first, num_messages=count)
-        if self._batching:
+        if batched:
             send.highest_sequence_id = last
-        batch = _Batch(first, last, count, send, meta.SerializeToString(), payload)
+        metadata = meta.SerializeToString()
+        batch = _Batch(first, last, count, send, metadata, payload)
+        if len(metadata) + len(payload) > self._message_limit():
+            if batched:  # send() keeps batches within the limit
+                msg = f"producer {self.name} on {self.topic}: a batch outgrew the message limit"
+                raise EncodeError(msg)
+            batch.chunks = self._chunk(meta, payload)
+            batch.send.is_chunk = True
         self._pending[first] = batch
         self._pending_messages += count
         self._transmit(batch)
+
+    def _message_limit(self) -> int:
+        """Metadata + payload of one message at most: the broker's limit, or ours."""
+        limit = DEFAULT_MAX_MESSAGE_SIZE
+        if self._conn is not None and self._conn.max_message_size:
+            limit = self._conn.max_message_size
+        if self._chunk_max_size is not None:
+            limit = min(limit, self._chunk_max_size)
+        return limit
+
+    def _chunk(self, meta: pb.MessageMetadata, payload: bytes) -> list[tuple[bytes, bytes]]:
+        """Split one message into chunks whose metadata + payload fit the limit."""
+        limit = self._message_limit()
+        if not self._chunking:
+            msg = (
+                f"producer {self.name} on {self.topic}: message {meta.sequence_id} is "
+                f"{len(payload)} bytes, over the {limit}-byte message limit, and chunking "
+                "is off"
+            )
+            raise ClientError(msg)
+        meta.uuid = f"{self.name}-{meta.sequence_id}"
+        meta.total_chunk_msg_size = len(payload)
+        meta.num_chunks_from_msg = 1
+        meta.chunk_id = 0
+        # Chunk metadata only grows by the varints of the chunk fields: leave room.
+        room = limit - meta.ByteSize() - 32
+        if room < 1:
+            msg = f"producer {self.name} on {self.topic}: metadata alone exceeds {limit} bytes"
+            raise ClientError(msg)
+        count = -(-len(payload) // room)
+        meta.num_chunks_from_msg = count
+        chunks = []
+        for i in range(count):
+            meta.chunk_id = i
+            chunks.append((meta.SerializeToString(), payload[i * room : (i + 1) * room]))
+        return chunks
 
     def _transmit(self, batch: _Batch) -> None:
         conn = self._conn
@@ -221,10 +311,17 @@ class Producer:
             return  # the reconnect resends everything pending
         # Encoded at each transmit: the producer id changes on a reconnect.
         batch.send.producer_id = self._producer_id
-        frame = encode_payload_command(T(type=T.SEND, send=batch.send), batch.metadata,
-                                       batch.payload)
+        command = T(type=T.SEND, send=batch.send)
+        if batch.chunks is None:
+            frames = [encode_payload_command(command, batch.metadata, batch.payload)]
+        else:
+            frames = [
+                encode_payload_command(command, metadata, payload)
+                for metadata, payload in batch.chunks[batch.chunks_confirmed :]
+            ]
         with contextlib.suppress(ConnectionClosed):  # connection_closed() reconnects
-            conn.send(frame)
+            for frame in frames:
+                conn.send(frame)
 
     def flush(self, timeout: float | None = None) -> None:
         """Send the open batch and wait until every message is confirmed.
@@ -285,8 +382,12 @@ class Producer:
                 if self._closed:
                     return
                 if self._items and time.monotonic() - self._opened_at >= self._max_delay:
-                    with contextlib.suppress(PulsarError):  # raised to the next sender
+                    try:
                         self._seal()
+                    except PulsarError as exc:  # raised to the next sender
+                        if self._error is None:
+                            self._error = exc
+                            self._lock.notify_all()
 
     # -- from the connection's reader thread ---------------------------------------------
 
@@ -301,15 +402,24 @@ class Producer:
                         if pending.last == receipt.sequence_id:
                             batch = self._pending.pop(first)
                             break
+                if batch is not None and batch.chunks is not None:
+                    batch.chunks_confirmed += 1
+                    if batch.chunks_confirmed < len(batch.chunks):
+                        self._pending[batch.first] = batch
+                        self._pending.move_to_end(batch.first, last=False)
+                        return
                 if batch is not None:
                     self._pending_messages -= batch.count
                     self._lock.notify_all()
         elif command.type == T.SEND_ERROR:
             error = command.send_error
-            if error.error == pb.ChecksumError:
+            if error.error in _FATAL_SEND_ERRORS:
                 with self._lock:
-                    self._error = server_error(error.error, error.message,
-                                               context=f"send to {self.topic}")
+                    self._error = server_error(
+                        error.error, error.message,
+                        context=f"producer {self.name} sending message {error.sequence_id} "
+                                f"to {self.topic}",
+                    )
                     self._lock.notify_all()
             else:
                 # As the reference clients do: drop the connection, so that every
@@ -346,7 +456,10 @@ class Producer:
                 self._create(first=False)
                 break
             except PulsarError as exc:
-                if not exc.retriable or time.monotonic() > deadline:
+                # The broker may still hold the producer of the lost connection for a
+                # moment: its name is busy until then.
+                retriable = exc.retriable or getattr(exc, "code", None) == pb.ProducerBusy
+                if not retriable or time.monotonic() > deadline:
                     with self._lock:
                         self._error = exc
                         self._reconnecting = False

@@ -41,7 +41,7 @@ from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.arrow import ArrowBatchBuilder
 from ..protocol.chunks import ChunkAssembler, is_chunk
 from ..protocol.entry import open_entry, select
-from ..protocol.errors import PulsarError, ServerError
+from ..protocol.errors import ChunkError, PulsarError, ServerError
 from ..protocol.framing import Frame, encode_command
 from ..protocol.message_id import EARLIEST, LATEST, MessageId, to_signed64
 from .connection import Connection
@@ -424,13 +424,23 @@ class PartitionReader:
             self._start_time = None
         if is_chunk(metadata):
             whole = self._chunks.add(ledger, entry_id, metadata, payload, partition=self.partition)
+            if self._chunks.evicted:
+                msg = (
+                    f"{self.topic}: more than {self._chunks.max_pending} chunked messages "
+                    f"interleaved; message {self._chunks.evicted[0]!r} would be lost"
+                )
+                raise ChunkError(msg, message_id=f"{ledger}:{entry_id}:{self.partition}:-1")
             if whole is None:
                 self._mark_processed(ledger, entry_id)
                 return (ledger, entry_id) >= (end.ledger, end.entry)
             metadata, payload = whole.metadata, whole.payload
+        # The broker bounds the compressed size only: a message (batch, or chunks put
+        # together) may inflate well past max_message_size; the assembler's bound
+        # still guards against a size that lies.
         entry = open_entry(
             ledger, entry_id, self.partition, metadata, payload,
             broker_entry_metadata=frame.broker_entry_metadata,
+            limit=self._chunks.max_message_size,
         )
         start, inclusive = self._resume_point()
         positions = select(entry, ack_set=message.ack_set, start=start, start_inclusive=inclusive)

@@ -155,3 +155,141 @@ def test_one_partition_by_name(pulsar_lite_partitioned, topic_name) -> None:
         rows = [r for b in client.read_batches(f"{topic_name}-partition-2")
                 for r in b.to_pylist()]
     assert [(r["value"], r["partition"]) for r in rows] == [(b"x", 2)]
+
+
+# -- chunking --------------------------------------------------------------------
+
+
+def _big(n: int, seed: int) -> bytes:
+    """``n`` incompressible bytes."""
+    import random
+
+    return random.Random(seed).randbytes(n)
+
+
+@pytest.mark.parametrize("batching", [True, False], ids=["batched", "single"])
+@pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
+def test_large_messages_go_in_chunks_and_both_readers_reassemble_them(
+    pulsar_lite, topic_name, compression: str | None, batching: bool
+) -> None:
+    sent = [b"small-0", _big(300_000, 1), b"small-1", b"x" * 200_000, _big(70_000, 2), b""]
+    with PulsarClient(pulsar_lite.service_url) as client:
+        with client.create_producer(
+            topic_name, compression=compression, batching=batching, chunk_max_size=64 * 1024
+        ) as producer:
+            for i, value in enumerate(sent):
+                producer.send(value, key=f"k{i}", properties={"i": str(i)})
+        rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
+    assert [r["value"] for r in rows] == sent
+    assert [r["key"] for r in rows] == [f"k{i}".encode() for i in range(len(sent))]
+    assert [dict(r["properties"]) for r in rows] == [{"i": str(i)} for i in range(len(sent))]
+    assert len({r["messageId"] for r in rows}) == len(sent)
+    got = read_all(pulsar_lite.service_url, topic_name, at_least=len(sent))
+    assert [g["value"] for g in got] == sent
+    assert [g["key"] for g in got] == [f"k{i}" for i in range(len(sent))]
+
+
+def test_a_message_over_the_default_limit_is_chunked(pulsar_lite, topic_name) -> None:
+    # pulsar-lite announces no max_message_size: the default 5 MiB applies.
+    value = _big(12 * 1024 * 1024, 3)
+    with PulsarClient(pulsar_lite.service_url) as client:
+        with client.create_producer(topic_name, compression="lz4") as producer:
+            producer.send(value)
+            producer.send(b"after")
+        rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
+    assert [r["value"] for r in rows] == [value, b"after"]
+
+
+def test_chunking_off_refuses_the_message_and_keeps_the_producer(
+    pulsar_lite, topic_name
+) -> None:
+    with PulsarClient(pulsar_lite.service_url) as client:
+        with client.create_producer(
+            topic_name, batching=False, chunking=False, chunk_max_size=4096
+        ) as producer:
+            producer.send(b"before")
+            with pytest.raises(ClientError, match=r"message \d+ is \d+ bytes.*chunking is off"):
+                producer.send(b"y" * 10_000)
+            producer.send(b"after")
+        rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
+    assert [r["value"] for r in rows] == [b"before", b"after"]
+
+
+def test_chunked_messages_survive_dropped_connections(
+    pulsar_lite, fault_proxy, topic_name
+) -> None:
+    proxy = fault_proxy(pulsar_lite, drop_every_frames=7)
+    sent = [_big(40_000 + i, i) for i in range(12)]
+    with PulsarClient(proxy.service_url) as client, client.create_producer(
+        topic_name, batching=False, chunk_max_size=8 * 1024, send_timeout=60
+    ) as producer:
+        for value in sent:
+            producer.send(value)
+    assert proxy.stats()["drops"] > 0
+    with PulsarClient(pulsar_lite.service_url) as client:
+        values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
+    # Without deduplication a message whose last receipt was lost is stored again;
+    # every message is whole, in order of first appearance.
+    assert list(dict.fromkeys(values)) == sent
+
+
+# -- SEND_ERROR ------------------------------------------------------------------
+
+
+def _send_error_hook(code: int, message: str, times: int):
+    """A proxy frame hook that turns the first ``times`` SEND_RECEIPTs into SEND_ERRORs."""
+    from pulsar_spark.protocol import pb
+    from pulsar_spark.protocol.framing import encode_command
+
+    left = [times]
+
+    def hook(frame, raw: bytes) -> bytes:
+        if frame.command.type != pb.BaseCommand.SEND_RECEIPT or left[0] <= 0:
+            return raw
+        left[0] -= 1
+        receipt = frame.command.send_receipt
+        error = pb.CommandSendError(producer_id=receipt.producer_id,
+                                    sequence_id=receipt.sequence_id, error=code, message=message)
+        return encode_command(pb.BaseCommand(type=pb.BaseCommand.SEND_ERROR, send_error=error))
+
+    return hook
+
+
+def test_a_fatal_send_error_fails_the_producer_with_the_brokers_message(
+    pulsar_lite, fault_proxy, topic_name
+) -> None:
+    from pulsar_spark.protocol import pb
+    from pulsar_spark.protocol.errors import ServerError
+
+    hook = _send_error_hook(pb.TopicTerminatedError, "Topic was already terminated", 1)
+    proxy = fault_proxy(pulsar_lite, frame_hook=hook)
+    with PulsarClient(proxy.service_url) as client:
+        producer = client.create_producer(topic_name, batching=False)
+        producer.send(b"m0")
+        with pytest.raises(ServerError, match="TopicTerminatedError: Topic was already terminated"
+                           ) as caught:
+            producer.flush(timeout=10)
+        assert not caught.value.retriable
+        assert topic_name in str(caught.value)
+        with pytest.raises(ServerError, match="TopicTerminatedError"):
+            producer.send(b"m1")  # the producer stays failed
+        with pytest.raises(ServerError):
+            producer.close()
+
+
+def test_a_transient_send_error_resends_on_a_new_connection(
+    pulsar_lite, fault_proxy, topic_name
+) -> None:
+    from pulsar_spark.protocol import pb
+
+    hook = _send_error_hook(pb.PersistenceError, "bookie write failed", 2)
+    proxy = fault_proxy(pulsar_lite, frame_hook=hook)
+    with PulsarClient(proxy.service_url) as client, client.create_producer(
+        topic_name, batch_max_messages=10
+    ) as producer:
+        for i in range(100):
+            producer.send(b"%d" % i)
+    assert proxy.stats()["connections_accepted"] >= 2
+    with PulsarClient(pulsar_lite.service_url) as client:
+        values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
+    assert list(dict.fromkeys(values)) == [b"%d" % i for i in range(100)]

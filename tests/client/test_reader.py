@@ -290,3 +290,16 @@ def test_broker_restart_in_the_middle_of_a_read(fresh_pulsar_lite, topic_name) -
             if i == 1:
                 broker.restart()
     assert values == [m["value"] for m in sent]
+
+
+def test_a_small_compressed_message_that_inflates_past_the_frame_limit(
+    pulsar_lite, topic_name
+) -> None:
+    # The broker bounds the compressed size only.
+    value = b"abc" * (8 * 1024 * 1024)  # 24 MiB, a few KiB as LZ4
+    produce(pulsar_lite.service_url, topic_name, [value, b"next"], batching=False,
+            compression="LZ4")
+    with PulsarClient(pulsar_lite.service_url) as client:
+        rows = _rows(client, topic_name)
+    assert [len(r["value"]) for r in rows] == [len(value), 4]
+    assert rows[0]["value"] == value
