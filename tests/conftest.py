@@ -27,7 +27,7 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 #: Real brokers (pulsar-lite), the fault proxy and official-client helpers: tests/brokers.py.
-pytest_plugins = ["brokers"]
+pytest_plugins = ["brokers", "apache_pulsar"]
 
 GOLDEN_DIR = TESTS_DIR / "golden"
 
