@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from ..protocol import PulsarApi_pb2 as pb
+from ..protocol.arrow import base_topic
 from ..protocol.message_id import EARLIEST, LATEST, MessageId
 from .auth import Authentication
 from .connection import TlsOptions
@@ -127,8 +128,19 @@ class PulsarClient:
         return [str(name.partition_name(i)) for i in range(count)]
 
     def list_topics(self, namespace: str, pattern: str | None = None) -> list[str]:
-        """Persistent topics of ``tenant/namespace``, those matching ``pattern`` (a
-        regex on the full name) when given."""
+        """The persistent topics of ``tenant/namespace``, sorted; a partitioned topic
+        is listed once, by its base name. With ``pattern`` (a regex), only names it
+        matches in full, written either as ``persistent://tenant/ns/name`` or as
+        ``tenant/ns/name``.
+
+        Raises:
+            ClientError: a malformed namespace or pattern.
+            OperationTimeout: the broker does not answer (pulsar-lite cannot list).
+        """
+        parts = namespace.strip().strip("/").split("/")
+        if len(parts) != 2 or not all(parts):
+            msg = f"namespace={namespace!r}: expected 'tenant/namespace'"
+            raise ClientError(msg)
         regex = None
         if pattern is not None:
             try:
@@ -136,10 +148,13 @@ class PulsarClient:
             except re.error as exc:
                 msg = f"pattern={pattern!r} is not a valid regular expression: {exc}"
                 raise ClientError(msg) from exc
-        topics = self._lookup.topics_of_namespace(namespace, pattern)
+        names = {base_topic(t)[0] for t in self._lookup.topics_of_namespace("/".join(parts))}
         if regex is not None:
-            topics = [t for t in topics if regex.fullmatch(t) or regex.fullmatch(t.split("://")[-1])]
-        return sorted(topics)
+            names = {
+                t for t in names
+                if regex.fullmatch(t) or regex.fullmatch(t.split("://", 1)[-1])
+            }
+        return sorted(names)
 
     def message_id_at_time(self, topic: str, publish_time: int | dt.datetime) -> MessageId | None:
         """The id of the first message of ``topic`` (a non-partitioned topic or one

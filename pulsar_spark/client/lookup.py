@@ -22,7 +22,7 @@ from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.errors import server_error
 from .auth import Authentication
 from .connection import Connection, TlsOptions
-from .errors import ClientError, ConnectError
+from .errors import ClientError, ConnectError, OperationTimeout
 from .names import ServiceUrl, TopicName, parse_service_url
 
 __all__ = ["BrokerAddress", "ConnectionPool", "LookupService", "MAX_REDIRECTS"]
@@ -182,16 +182,23 @@ class LookupService:
         return self.pool.for_broker(self.lookup(topic))
 
     def topics_of_namespace(self, namespace: str, pattern: str | None = None) -> list[str]:
-        """Persistent topics of ``tenant/namespace``; filtered by ``pattern`` (a regex)
-        on the broker when it can, and here in any case."""
+        """Persistent topics of ``tenant/namespace``, as the broker lists them
+        (partitions by their own names). Patterns are applied by the caller: brokers
+        differ on whether a pattern includes the ``persistent://`` scheme."""
         conn = self.pool.service()
         request = pb.CommandGetTopicsOfNamespace(
             request_id=conn.new_id("request"), namespace=namespace,
             mode=pb.CommandGetTopicsOfNamespace.PERSISTENT,
         )
-        if pattern:
-            request.topics_pattern = pattern
-        frame = conn.request(T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=request))
+        try:
+            frame = conn.request(T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=request))
+        except OperationTimeout as exc:
+            msg = (
+                f"listing the topics of {namespace}: {exc}; the broker "
+                f"({conn.server_version or 'unknown version'}) may not support "
+                "GetTopicsOfNamespace (pulsar-lite does not): name the topics instead"
+            )
+            raise OperationTimeout(msg) from exc
         return list(frame.command.getTopicsOfNamespaceResponse.topics)
 
 

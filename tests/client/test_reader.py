@@ -15,6 +15,7 @@ from pulsar_spark.client import (
     ConnectError,
     ConnectionClosed,
     InvalidServiceUrl,
+    OperationTimeout,
     PulsarClient,
 )
 from pulsar_spark.client.connection import Connection
@@ -303,3 +304,17 @@ def test_a_small_compressed_message_that_inflates_past_the_frame_limit(
         rows = _rows(client, topic_name)
     assert [len(r["value"]) for r in rows] == [len(value), 4]
     assert rows[0]["value"] == value
+
+
+def test_listing_topics_on_a_broker_that_cannot(pulsar_lite) -> None:
+    # pulsar-lite leaves GetTopicsOfNamespace unanswered; listing works on Apache Pulsar
+    # (tests/client/test_apache_*.py).
+    with PulsarClient(pulsar_lite.service_url, operation_timeout=1) as client:
+        with pytest.raises(ClientError, match="expected 'tenant/namespace'"):
+            client.list_topics("public")
+        with pytest.raises(ClientError, match="not a valid regular expression"):
+            client.list_topics("public/default", pattern="(")
+        started = time.monotonic()
+        with pytest.raises(OperationTimeout, match="may not support GetTopicsOfNamespace"):
+            client.list_topics("public/default")
+        assert time.monotonic() - started < 5
