@@ -1,3 +1,25 @@
-"""pulsar-spark: a pure-Python Apache Pulsar connector for Apache Spark 4."""
+"""pulsar-spark: a pure-Python Apache Pulsar connector for Apache Spark 4.
+
+``pulsar_spark.PulsarDataSource`` (format ``"pulsar"``) is imported on first
+use, so that the client (:mod:`pulsar_spark.client`) works without pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0.dev0"
+
+__all__ = ["PulsarDataSource", "__version__"]
+
+if TYPE_CHECKING:
+    from .spark.datasource import PulsarDataSource
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PulsarDataSource":
+        from .spark.datasource import PulsarDataSource
+
+        return PulsarDataSource
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -1,0 +1,92 @@
+"""``PulsarDataSource``: the ``"pulsar"`` format for ``spark.read`` and ``df.write``.
+
+::
+
+    from pulsar_spark import PulsarDataSource
+
+    spark.dataSource.register(PulsarDataSource)
+    df = (spark.read.format("pulsar")
+          .option("service.url", "pulsar://localhost:6650")
+          .option("topic", "orders")
+          .load())
+    (df.select("key", "value").write.format("pulsar")
+       .option("service.url", "pulsar://localhost:6650")
+       .option("topic", "orders-copy")
+       .mode("append").save())
+
+Options are parsed once, when Spark creates the source (``load()``/``save()``),
+see :mod:`pulsar_spark.spark.options`.
+"""
+
+from __future__ import annotations
+
+from .compat import MINIMUM_SPARK, require_spark
+
+require_spark("pulsar_spark.PulsarDataSource (the Python Data Source API)", MINIMUM_SPARK)
+
+from pyspark.sql.datasource import DataSource  # noqa: E402
+from pyspark.sql.types import StructType  # noqa: E402
+
+from ..protocol.arrow import ROW_SCHEMA  # noqa: E402
+from .options import PulsarOptions, parse_options  # noqa: E402
+from .reader import PulsarBatchReader  # noqa: E402
+from .writer import PulsarArrowWriter, PulsarWriteError, check_columns  # noqa: E402
+
+__all__ = ["SPARK_SCHEMA", "PulsarDataSource"]
+
+
+def _spark_schema() -> StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(ROW_SCHEMA)
+
+
+#: The row schema (:data:`pulsar_spark.protocol.ROW_SCHEMA`) as Spark types.
+SPARK_SCHEMA = _spark_schema()
+
+
+class PulsarDataSource(DataSource):
+    """Apache Pulsar topics as a Spark batch source and sink (format ``"pulsar"``)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.parsed: PulsarOptions = parse_options(options)
+
+    @classmethod
+    def name(cls) -> str:
+        return "pulsar"
+
+    def schema(self) -> StructType:
+        return SPARK_SCHEMA
+
+    def reader(self, schema: StructType) -> PulsarBatchReader:
+        if schema != SPARK_SCHEMA:
+            msg = ("the pulsar source has a fixed schema (key, value, topic, partition, "
+                   "messageId, publishTime, eventTime, properties, producerName, sequenceId); "
+                   "do not pass .schema(...), select or cast columns after load()")
+            raise ValueError(msg)
+        self.parsed.check_scope("read")
+        if (self.parsed.topic, self.parsed.topics, self.parsed.topics_pattern) == (
+                None, None, None):
+            from .options import PulsarOptionError
+
+            msg = "reads need one of topic, topics or topicsPattern"
+            raise PulsarOptionError(option="topic", message=msg)
+        return PulsarBatchReader(self.parsed)
+
+    def writer(self, schema: StructType, overwrite: bool) -> PulsarArrowWriter:
+        if overwrite:
+            msg = ("the pulsar sink only appends: a topic cannot be overwritten. Use "
+                   ".mode(\"append\") (messages already in the topic stay).")
+            raise PulsarWriteError(msg)
+        self.parsed.check_scope("write")
+        check_columns(schema, self.parsed)
+        return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()))
+
+    def streamReader(self, schema: StructType):
+        msg = "streaming reads from Pulsar are not implemented yet; use spark.read (batch)"
+        raise NotImplementedError(msg)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        msg = "streaming writes to Pulsar are not implemented yet; use df.write (batch)"
+        raise NotImplementedError(msg)

@@ -1,0 +1,174 @@
+"""The batch writer: ``df.write.format("pulsar").mode("append").save()``.
+
+Each task gets Arrow batches of its rows, sends them through one producer per
+topic (partitioned topics route keys like the Java client) and returns only
+once the broker has acknowledged every message; a failed send fails the task
+with the broker's error. Delivery is at-least-once: a task that fails after
+some receipts, or is retried, or a job that is run again, writes those rows
+again (the topic cannot take them back).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    BinaryType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from ..client import PulsarClient
+from .connect import open_client
+from .options import PulsarOptionError, PulsarOptions
+
+__all__ = ["ACCEPTED_COLUMNS", "PulsarArrowWriter", "PulsarCommitMessage", "check_columns"]
+
+log = logging.getLogger(__name__)
+
+#: Column name -> (Spark types accepted, description).
+ACCEPTED_COLUMNS = {
+    "value": ((BinaryType, StringType), "binary or string, required"),
+    "key": ((BinaryType, StringType), "binary or string"),
+    "properties": ((MapType,), "map<string,string>"),
+    "eventTime": ((TimestampType, TimestampNTZType), "timestamp"),
+    "topic": ((StringType,), "string; routes each row when there is no topic option"),
+}
+
+
+def _accepted() -> str:
+    return ", ".join(f"{name} ({desc})" for name, (_, desc) in ACCEPTED_COLUMNS.items())
+
+
+class PulsarWriteError(ValueError):
+    """The DataFrame cannot be written as it is (columns, types, save mode)."""
+
+
+def check_columns(schema: StructType, options: PulsarOptions) -> None:
+    """Raise :class:`PulsarWriteError` for a DataFrame the sink cannot write."""
+    names = schema.fieldNames()
+    unknown = [n for n in names if n not in ACCEPTED_COLUMNS]
+    if unknown:
+        msg = (f"the pulsar sink cannot write column(s) {unknown}; it accepts "
+               f"{_accepted()}. Select or rename the columns first.")
+        raise PulsarWriteError(msg)
+    if "value" not in names:
+        msg = f"the pulsar sink needs a 'value' column; it accepts {_accepted()}"
+        raise PulsarWriteError(msg)
+    for field in schema.fields:
+        types, desc = ACCEPTED_COLUMNS[field.name]
+        ok = isinstance(field.dataType, types)
+        if ok and isinstance(field.dataType, MapType):
+            ok = isinstance(field.dataType.keyType, StringType) and isinstance(
+                field.dataType.valueType, StringType)
+        if not ok:
+            msg = (f"column {field.name!r} has type {field.dataType.simpleString()}; the "
+                   f"pulsar sink takes {desc} there")
+            raise PulsarWriteError(msg)
+    if options.topic is None and "topic" not in names:
+        msg = "writes need the topic option or a 'topic' column"
+        raise PulsarOptionError(option="topic", message=msg)
+
+
+@dataclass
+class PulsarCommitMessage(WriterCommitMessage):
+    """What one task wrote: messages acknowledged per topic."""
+
+    rows: int
+    topics: dict[str, int]
+
+
+def _event_time_ms(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A timestamp column (with or without a zone: UTC) as epoch ms, int64."""
+    micros = pc.cast(column, pa.timestamp("us", tz=column.type.tz))
+    return pc.divide(pc.cast(micros, pa.int64()), 1000)
+
+
+class PulsarArrowWriter(DataSourceArrowWriter):
+    """Writes each task's Arrow batches; see the module docstring."""
+
+    def __init__(self, options: PulsarOptions, columns: tuple[str, ...]) -> None:
+        self.options = options
+        self.columns = columns
+
+    def _producer_name(self) -> str | None:
+        prefix = self.options.producer_name_prefix
+        if prefix is None:
+            return None
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is None:
+            return f"{prefix}-{uuid.uuid4().hex[:8]}"
+        return (f"{prefix}-{context.stageId()}-{context.partitionId()}-"
+                f"{context.attemptNumber()}")
+
+    def _open(self, client: PulsarClient, topic: str, name: str | None):
+        o = self.options
+        options: dict[str, object] = {
+            "batch_max_messages": o.batch_max_messages, "batch_max_bytes": o.batch_max_bytes,
+            "batch_max_delay": o.batch_max_delay, "max_pending_messages": o.max_pending_messages,
+            "send_timeout": o.send_timeout,
+        }
+        if name is not None:
+            options["producer_name"] = name
+        return client.create_producer(topic, compression=o.compression, batching=o.batching,
+                                      **options)
+
+    def _routed(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.Table]]:
+        """(topic, rows to send there), the rows as send_batch takes them."""
+        columns = {name: batch.column(name) for name in ("value", "key", "properties")
+                   if name in self.columns}
+        if "eventTime" in self.columns:
+            columns["eventTime"] = _event_time_ms(batch.column("eventTime"))
+        table = pa.table(columns)
+        if self.options.topic is not None:
+            yield self.options.topic, table
+            return
+        topics = batch.column("topic")
+        if topics.null_count:
+            msg = "a row has a null 'topic' and there is no topic option to fall back on"
+            raise PulsarWriteError(msg)
+        for topic in pc.unique(topics).to_pylist():
+            yield topic, table.filter(pc.equal(topics, topic))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
+        producers: dict[str, object] = {}
+        counts: dict[str, int] = {}
+        name = self._producer_name()
+        client = open_client(self.options)
+        try:
+            for batch in iterator:
+                for topic, table in self._routed(batch):
+                    producer = producers.get(topic)
+                    if producer is None:
+                        suffix = f"-{len(producers)}" if name and producers else ""
+                        producer = self._open(client, topic, name and name + suffix)
+                        producers[topic] = producer
+                    producer.send_batch(table)  # type: ignore[attr-defined]
+                    counts[topic] = counts.get(topic, 0) + table.num_rows
+            for producer in producers.values():
+                producer.flush()  # type: ignore[attr-defined]  # every receipt, or raise
+            for producer in producers.values():
+                producer.close()  # type: ignore[attr-defined]
+        finally:
+            client.close()
+        return PulsarCommitMessage(sum(counts.values()), counts)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
+        log.info("pulsar sink: %d messages acknowledged", rows)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
+        log.warning("pulsar sink: job aborted; %d messages of finished tasks stay written "
+                    "(at-least-once)", rows)
