@@ -25,3 +25,27 @@ def broker_url(service_url: str | None, prefix: str) -> Iterator[str]:
         yield broker.service_url
     finally:
         broker.close()
+
+
+def run_child(script: str, *args: str) -> dict:
+    """Run ``script --child ARGS`` in a fresh interpreter and return the JSON object
+    it prints last: each measured side then has a process (and a peak RSS) of its own."""
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, script, "--child", *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        msg = f"{Path(script).name} --child {' '.join(args)} failed:\n{done.stderr[-3000:]}"
+        raise RuntimeError(msg)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def child_report(**figures: float) -> None:
+    """Print what :func:`run_child` reads, with this process's peak RSS in MiB."""
+    import json
+    import resource
+
+    figures["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(figures))

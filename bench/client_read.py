@@ -12,15 +12,15 @@ LZ4); then each reader reads all of them, in alternating order, best of
   columns (value, key, properties, event time, message id, publish time,
   producer name, sequence id) into lists, then ``pa.table``.
 
-Prints messages/s for each, their ratio, and the peak RSS of the process
-after each reader (the reader's memory must be bounded by its queue, not by
-the topic).
+Each read runs in a process of its own, so that its peak RSS is its own.
+Prints messages/s for each, their ratio, and each reader's peak RSS next to
+that of a process that only imports both clients (the reader's memory must
+be bounded by its queue, not by the topic).
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import time
 from pathlib import Path
@@ -30,14 +30,10 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _broker import broker_url
+from _broker import broker_url, child_report, run_child
 from brokers import produce
 
 from pulsar_spark.client import PulsarClient
-
-
-def _rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def read_ours(url: str, topic: str) -> int:
@@ -82,13 +78,24 @@ def read_official(url: str, topic: str) -> int:
         client.close()
 
 
+READERS = {"ours": read_ours, "official": read_official, "idle": lambda url, topic: 0}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
+    parser.add_argument("--child", nargs=3, metavar=("READER", "URL", "TOPIC"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        name, url, topic = args.child
+        started = time.perf_counter()
+        rows = READERS[name](url, topic)
+        child_report(seconds=time.perf_counter() - started, rows=rows)
+        return 0
 
     with broker_url(args.service_url, "bench-read-") as url:
         topic = f"persistent://public/default/bench-read-{int(time.time())}"
@@ -99,20 +106,21 @@ def main() -> int:
         print(f"produced {args.messages:,} x {args.size} B (LZ4, batched) in "
               f"{time.perf_counter() - started:.1f} s with the official client")
         best = {"ours": float("inf"), "official": float("inf")}
-        rss = {}
+        rss = {"ours": 0.0, "official": 0.0}
         for _ in range(args.runs):
-            for name, reader in (("ours", read_ours), ("official", read_official)):
-                started = time.perf_counter()
-                rows = reader(url, topic)
-                elapsed = time.perf_counter() - started
-                if rows < args.messages:
-                    print(f"{name}: read only {rows:,} of {args.messages:,} messages")
-                best[name] = min(best[name], elapsed)
-                rss[name] = _rss_mib()
+            for name in ("ours", "official"):
+                report = run_child(__file__, name, url, topic)
+                if report["rows"] < args.messages:
+                    print(f"{name}: read only {report['rows']:,} of {args.messages:,} messages")
+                best[name] = min(best[name], report["seconds"])
+                rss[name] = max(rss[name], report["rss_mib"])
+        idle = run_child(__file__, "idle", url, topic)["rss_mib"]
         for name in ("ours", "official"):
             rate = args.messages / best[name]
             print(f"{name:9s} {rate:>12,.0f} msgs/s  best {best[name]:.2f} s  "
-                  f"peak RSS so far {rss[name]:.0f} MiB")
+                  f"peak RSS {rss[name]:.0f} MiB ({rss[name] - idle:+.0f} over imports only)")
+        payload_mib = args.messages * args.size / 2**20
+        print(f"imports only: {idle:.0f} MiB; topic payload {payload_mib:.0f} MiB")
         ratio = best["official"] / best["ours"]
         print(f"ours/official: {ratio:.2f}x (goal: at least 2.0x)")
     return 0

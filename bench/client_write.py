@@ -9,7 +9,9 @@ and waits until every message is confirmed:
 * ours: ``Producer.send_batch(arrow_table)`` then ``flush()``;
 * official: ``send_async`` per row then ``flush()``.
 
-Prints messages/s for each and their ratio (best of ``--runs``).
+Each write runs in a process of its own (which builds the table too).
+Prints messages/s for each, their ratio (best of ``--runs``) and each side's
+peak RSS.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _broker import broker_url
+from _broker import broker_url, child_report, run_child
 
 from pulsar_spark.client import PulsarClient
 
@@ -52,24 +54,38 @@ def write_official(url: str, topic: str, table: pa.Table) -> None:
         client.close()
 
 
+WRITERS = {"ours": write_ours, "official": write_official}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url")
+    parser.add_argument("--child", nargs=4, metavar=("WRITER", "URL", "TOPIC", "N"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        name, url, topic, count = args.child
+        table = pa.table({"value": pa.array([b"x" * args.size] * int(count), pa.binary())})
+        started = time.perf_counter()
+        WRITERS[name](url, topic, table)
+        child_report(seconds=time.perf_counter() - started)
+        return 0
     with broker_url(args.service_url, "bench-write-") as url:
-        table = pa.table({"value": pa.array([b"x" * args.size] * args.messages, pa.binary())})
         best = {"ours": float("inf"), "official": float("inf")}
+        rss = {"ours": 0.0, "official": 0.0}
         for run in range(args.runs):
-            for name, writer in (("ours", write_ours), ("official", write_official)):
+            for name in ("ours", "official"):
                 topic = f"persistent://public/default/bench-write-{name}-{run}-{int(time.time())}"
-                started = time.perf_counter()
-                writer(url, topic, table)
-                best[name] = min(best[name], time.perf_counter() - started)
+                report = run_child(__file__, name, url, topic, str(args.messages),
+                                   "--size", str(args.size))
+                best[name] = min(best[name], report["seconds"])
+                rss[name] = max(rss[name], report["rss_mib"])
         for name in ("ours", "official"):
-            print(f"{name:9s} {args.messages / best[name]:>12,.0f} msgs/s  best {best[name]:.2f} s")
+            print(f"{name:9s} {args.messages / best[name]:>12,.0f} msgs/s  best {best[name]:.2f} s"
+                  f"  peak RSS {rss[name]:.0f} MiB")
         print(f"ours/official: {best['official'] / best['ours']:.2f}x (goal: at least 1.0x)")
     return 0
 
