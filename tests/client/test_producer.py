@@ -26,16 +26,16 @@ def _messages(n: int) -> list[dict]:
 @pytest.mark.parametrize("batching", [True, False], ids=["batched", "single"])
 @pytest.mark.parametrize("codec", CODECS)
 def test_official_client_reads_what_we_produce(
-    pulsar_lite, topic_name, codec: str, batching: bool
+    broker, topic_name, codec: str, batching: bool
 ) -> None:
     sent = _messages(150)
     compression = None if codec == "NONE" else codec.lower()
-    with PulsarClient(pulsar_lite.service_url) as client, client.create_producer(
+    with PulsarClient(broker.service_url) as client, client.create_producer(
         topic_name, compression=compression, batching=batching, batch_max_messages=40
     ) as producer:
         for m in sent:
             producer.send(m["value"], m.get("key"), m.get("properties"), m.get("event_time"))
-    got = read_all(pulsar_lite.service_url, topic_name, at_least=len(sent))
+    got = read_all(broker.service_url, topic_name, at_least=len(sent))
     assert [g["value"] for g in got] == [m["value"] for m in sent]
     assert [g["key"] for g in got] == [m.get("key") for m in sent]
     assert [g["properties"] for g in got] == [m.get("properties", {}) for m in sent]
@@ -43,9 +43,9 @@ def test_official_client_reads_what_we_produce(
     assert len({g["producer_name"] for g in got}) == 1
 
 
-def test_flush_waits_for_every_receipt_and_we_read_it_back(pulsar_lite, topic_name) -> None:
+def test_flush_waits_for_every_receipt_and_we_read_it_back(broker, topic_name) -> None:
     n = 5000
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         producer = client.create_producer(topic_name, compression="lz4",
                                           max_pending_messages=500)
         for i in range(n):
@@ -58,13 +58,13 @@ def test_flush_waits_for_every_receipt_and_we_read_it_back(pulsar_lite, topic_na
     assert values == [f"m{i}".encode() for i in range(n)]
 
 
-def test_send_batch_from_arrow(pulsar_lite, topic_name) -> None:
+def test_send_batch_from_arrow(broker, topic_name) -> None:
     table = pa.table({
         "value": pa.array([b"a", b"b", b"c"]),
         "key": pa.array(["k1", None, "k3"]),
         "properties": pa.array([[("x", "1")], [], None], pa.map_(pa.string(), pa.string())),
     })
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         with client.create_producer(topic_name) as producer:
             producer.send_batch(table)
             with pytest.raises(ClientError, match="accepts only"):
@@ -75,11 +75,11 @@ def test_send_batch_from_arrow(pulsar_lite, topic_name) -> None:
     assert [dict(r["properties"]) for r in rows] == [{"x": "1"}, {}, {}]
 
 
-def test_named_producer_sequence_ids_follow_the_broker(pulsar_lite, topic_name) -> None:
+def test_named_producer_sequence_ids_follow_the_broker(broker, topic_name) -> None:
     # Sequence ids start at the broker's last_sequence_id + 1. pulsar-lite has no
     # deduplication and always answers -1, so a re-created named producer starts at 0
     # again there. Continuation on Apache Pulsar with deduplication is for issue 4's tests.
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         with client.create_producer(topic_name, producer_name="named-p") as producer:
             for i in range(10):
                 producer.send(b"%d" % i)
@@ -90,8 +90,8 @@ def test_named_producer_sequence_ids_follow_the_broker(pulsar_lite, topic_name) 
     assert {r["producerName"] for r in rows} == {"named-p"}
 
 
-def test_dropped_connections_resend_pending_batches(pulsar_lite, fault_proxy, topic_name) -> None:
-    proxy = fault_proxy(pulsar_lite, drop_every_frames=12)
+def test_dropped_connections_resend_pending_batches(broker, fault_proxy, topic_name) -> None:
+    proxy = fault_proxy(broker.service_url, drop_every_frames=12)
     n = 3000
     with PulsarClient(proxy.service_url) as client, client.create_producer(
         topic_name, batch_max_messages=50, send_timeout=60
@@ -99,7 +99,7 @@ def test_dropped_connections_resend_pending_batches(pulsar_lite, fault_proxy, to
         for i in range(n):
             producer.send(f"m{i}".encode())
     assert proxy.stats()["drops"] > 0
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         values = [v for b in client.read_batches(topic_name)
                   for v in b.column("value").to_pylist()]
     # Without broker deduplication a batch whose receipt was lost is stored twice;
@@ -126,9 +126,9 @@ def test_java_string_hash(key: str, java_hash_code: int) -> None:
 
 
 def test_partitioned_topic_routes_keys_like_the_java_client(
-    pulsar_lite_partitioned, topic_name
+    partitioned_broker, topic_name
 ) -> None:
-    url = pulsar_lite_partitioned.service_url
+    url = partitioned_broker.service_url
     keys = [f"user-{i}" for i in range(40)]
     with PulsarClient(url) as client:
         with client.create_producer(topic_name, batch_max_messages=10) as producer:
@@ -148,8 +148,8 @@ def test_partitioned_topic_routes_keys_like_the_java_client(
         assert values == sorted(values, key=lambda v: int(v.split(b"-")[1]))
 
 
-def test_one_partition_by_name(pulsar_lite_partitioned, topic_name) -> None:
-    with PulsarClient(pulsar_lite_partitioned.service_url) as client:
+def test_one_partition_by_name(partitioned_broker, topic_name) -> None:
+    with PulsarClient(partitioned_broker.service_url) as client:
         with client.create_producer(f"{topic_name}-partition-2") as producer:
             producer.send(b"x")
         rows = [r for b in client.read_batches(f"{topic_name}-partition-2")
@@ -170,10 +170,10 @@ def _big(n: int, seed: int) -> bytes:
 @pytest.mark.parametrize("batching", [True, False], ids=["batched", "single"])
 @pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
 def test_large_messages_go_in_chunks_and_both_readers_reassemble_them(
-    pulsar_lite, topic_name, compression: str | None, batching: bool
+    broker, topic_name, compression: str | None, batching: bool
 ) -> None:
     sent = [b"small-0", _big(300_000, 1), b"small-1", b"x" * 200_000, _big(70_000, 2), b""]
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         with client.create_producer(
             topic_name, compression=compression, batching=batching, chunk_max_size=64 * 1024
         ) as producer:
@@ -184,15 +184,15 @@ def test_large_messages_go_in_chunks_and_both_readers_reassemble_them(
     assert [r["key"] for r in rows] == [f"k{i}".encode() for i in range(len(sent))]
     assert [dict(r["properties"]) for r in rows] == [{"i": str(i)} for i in range(len(sent))]
     assert len({r["messageId"] for r in rows}) == len(sent)
-    got = read_all(pulsar_lite.service_url, topic_name, at_least=len(sent))
+    got = read_all(broker.service_url, topic_name, at_least=len(sent))
     assert [g["value"] for g in got] == sent
     assert [g["key"] for g in got] == [f"k{i}" for i in range(len(sent))]
 
 
-def test_a_message_over_the_default_limit_is_chunked(pulsar_lite, topic_name) -> None:
+def test_a_message_over_the_default_limit_is_chunked(broker, topic_name) -> None:
     # pulsar-lite announces no max_message_size: the default 5 MiB applies.
     value = _big(12 * 1024 * 1024, 3)
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         with client.create_producer(topic_name, compression="lz4") as producer:
             producer.send(value)
             producer.send(b"after")
@@ -201,9 +201,9 @@ def test_a_message_over_the_default_limit_is_chunked(pulsar_lite, topic_name) ->
 
 
 def test_chunking_off_refuses_the_message_and_keeps_the_producer(
-    pulsar_lite, topic_name
+    broker, topic_name
 ) -> None:
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         with client.create_producer(
             topic_name, batching=False, chunking=False, chunk_max_size=4096
         ) as producer:
@@ -216,9 +216,9 @@ def test_chunking_off_refuses_the_message_and_keeps_the_producer(
 
 
 def test_chunked_messages_survive_dropped_connections(
-    pulsar_lite, fault_proxy, topic_name
+    broker, fault_proxy, topic_name
 ) -> None:
-    proxy = fault_proxy(pulsar_lite, drop_every_frames=7)
+    proxy = fault_proxy(broker.service_url, drop_every_frames=7)
     sent = [_big(40_000 + i, i) for i in range(12)]
     with PulsarClient(proxy.service_url) as client, client.create_producer(
         topic_name, batching=False, chunk_max_size=8 * 1024, send_timeout=60
@@ -226,7 +226,7 @@ def test_chunked_messages_survive_dropped_connections(
         for value in sent:
             producer.send(value)
     assert proxy.stats()["drops"] > 0
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
     # Without deduplication a message whose last receipt was lost is stored again;
     # every message is whole, in order of first appearance.
@@ -256,13 +256,13 @@ def _send_error_hook(code: int, message: str, times: int):
 
 
 def test_a_fatal_send_error_fails_the_producer_with_the_brokers_message(
-    pulsar_lite, fault_proxy, topic_name
+    broker, fault_proxy, topic_name
 ) -> None:
     from pulsar_spark.protocol import pb
     from pulsar_spark.protocol.errors import ServerError
 
     hook = _send_error_hook(pb.TopicTerminatedError, "Topic was already terminated", 1)
-    proxy = fault_proxy(pulsar_lite, frame_hook=hook)
+    proxy = fault_proxy(broker.service_url, frame_hook=hook)
     with PulsarClient(proxy.service_url) as client:
         producer = client.create_producer(topic_name, batching=False)
         producer.send(b"m0")
@@ -278,18 +278,18 @@ def test_a_fatal_send_error_fails_the_producer_with_the_brokers_message(
 
 
 def test_a_transient_send_error_resends_on_a_new_connection(
-    pulsar_lite, fault_proxy, topic_name
+    broker, fault_proxy, topic_name
 ) -> None:
     from pulsar_spark.protocol import pb
 
     hook = _send_error_hook(pb.PersistenceError, "bookie write failed", 2)
-    proxy = fault_proxy(pulsar_lite, frame_hook=hook)
+    proxy = fault_proxy(broker.service_url, frame_hook=hook)
     with PulsarClient(proxy.service_url) as client, client.create_producer(
         topic_name, batch_max_messages=10
     ) as producer:
         for i in range(100):
             producer.send(b"%d" % i)
     assert proxy.stats()["connections_accepted"] >= 2
-    with PulsarClient(pulsar_lite.service_url) as client:
+    with PulsarClient(broker.service_url) as client:
         values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
     assert list(dict.fromkeys(values)) == [b"%d" % i for i in range(100)]
