@@ -327,3 +327,22 @@ def test_listing_topics_on_a_broker_that_cannot(pulsar_lite) -> None:
         with pytest.raises(OperationTimeout, match="may not support GetTopicsOfNamespace"):
             client.list_topics("public/default")
         assert time.monotonic() - started < 5
+
+
+def test_listing_topics_with_and_without_a_pattern(apache_pulsar, topic_name) -> None:
+    admin = apache_pulsar.admin
+    plain, parted = f"{topic_name}-plain", f"{topic_name}-parted"
+    admin.create_topic(plain)
+    admin.create_partitioned_topic(parted, 3)
+    produce(apache_pulsar.service_url, parted, _messages(6))  # partitions exist on the broker
+    short = topic_name.split("://", 1)[1]
+    with PulsarClient(apache_pulsar.service_url) as client:
+        listed = client.list_topics("public/default")
+        assert {plain, parted} <= set(listed)
+        assert not [t for t in listed if "-partition-" in t]  # partitions listed once
+        assert listed == sorted(listed)
+        assert client.list_topics("public/default", pattern=f"{topic_name}-p.*") == [
+            parted, plain
+        ]
+        assert client.list_topics("public/default", pattern=f"{short}-par.*") == [parted]
+        assert client.list_topics("public/default", pattern="nothing-matches-this") == []
