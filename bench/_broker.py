@@ -47,5 +47,13 @@ def child_report(**figures: float) -> None:
     import json
     import resource
 
-    figures["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM belongs to this process's address space; ru_maxrss would also carry the
+    # parent's peak, which Linux keeps across fork and exec.
+    try:
+        status = Path("/proc/self/status").read_text()
+        kib = next(int(line.split()[1]) for line in status.splitlines()
+                   if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    figures["rss_mib"] = kib / 1024
     print(json.dumps(figures))
