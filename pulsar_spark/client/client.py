@@ -19,6 +19,7 @@ from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
 from .reader import PartitionReader, last_message_id, message_id_at_time
 from .routing import PartitionedProducer
+from .subscription import acknowledge_cumulative, unsubscribe
 
 __all__ = ["PulsarClient", "parse_position", "publish_time_ms"]
 
@@ -160,14 +161,35 @@ class PulsarClient:
         """The id of the first message of ``topic`` (a non-partitioned topic or one
         partition) published at or after ``publish_time`` (epoch ms or a datetime),
         found with a SEEK; None when every message is older."""
-        name = parse_topic(topic)
+        name = self._one_partition(topic, "ask for the time of")
         if isinstance(publish_time, dt.datetime):
             publish_time = publish_time_ms(publish_time, "publish_time")
-        if name.partition < 0 and self._lookup.partitions(name) > 0:
-            msg = f"{name} is partitioned: ask for the time of one partition"
-            raise ClientError(msg)
         return message_id_at_time(self._lookup, name, publish_time,
                                   operation_timeout=self.operation_timeout)
+
+    def acknowledge_cumulative(
+        self, topic: str, subscription: str, message_id: str | MessageId
+    ) -> None:
+        """Move the durable ``subscription`` of ``topic`` (a non-partitioned topic or
+        one partition) past entry ``message_id``, creating the subscription if needed:
+        the broker's backlog for it then counts what follows."""
+        name = self._one_partition(topic, "acknowledge on")
+        acknowledge_cumulative(self._lookup, name, subscription,
+                               parse_position(message_id, "message_id"),
+                               operation_timeout=self.operation_timeout)
+
+    def unsubscribe(self, topic: str, subscription: str) -> None:
+        """Delete the durable ``subscription`` of ``topic`` (every partition)."""
+        for partition in self._partitions_of(parse_topic(topic)):
+            unsubscribe(self._lookup, partition, subscription,
+                        operation_timeout=self.operation_timeout)
+
+    def _one_partition(self, topic: str, what: str) -> TopicName:
+        name = parse_topic(topic)
+        if name.partition < 0 and self._lookup.partitions(name) > 0:
+            msg = f"{name} is partitioned: {what} one partition at a time"
+            raise ClientError(msg)
+        return name
 
     def get_last_message_id(self, topic: str) -> MessageId | None:
         """The id of the last message of a (partition) topic; None when it is empty."""
