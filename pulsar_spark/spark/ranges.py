@@ -283,10 +283,12 @@ def _shares(weights: list[int], total: int) -> list[int]:
 
 
 def split_ranges(
-    client: PulsarClient, ranges: list[PartitionRange], min_partitions: int
+    client: PulsarClient, ranges: list[PartitionRange], min_partitions: int, *,
+    by_time: bool = False,
 ) -> list[PartitionRange]:
     """At least ``min_partitions`` ranges (when the data allows) with exactly the
-    rows of ``ranges``; empty ranges are dropped."""
+    rows of ``ranges``; empty ranges are dropped. ``by_time`` splits by publish
+    time even within one ledger (for tests)."""
     if min_partitions <= len(ranges):
         return ranges
     probed = [(part, _probe(client, part)) for part in ranges]
@@ -301,7 +303,7 @@ def split_ranges(
         if pieces <= 1:
             out.append(part)
             continue
-        if probe.same_ledger:
+        if probe.same_ledger and not by_time:
             cuts = _entry_boundaries(probe, pieces)
         else:
             cuts = _time_boundaries(client, part, probe, pieces)

@@ -1,0 +1,303 @@
+"""spark.read.format("pulsar") against pulsar-lite, the official client producing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+import threading
+import time
+
+import pytest
+from brokers import free_port, produce, read_all
+from pyspark.sql import Row
+from pyspark.testing import assertDataFrameEqual
+
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.protocol import MessageId
+from pulsar_spark.spark import SPARK_SCHEMA
+from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.ranges import plan_ranges, read_range, split_ranges
+
+UTC = dt.timezone.utc
+#: The columns compared with the official client (it does not expose sequence ids).
+COLUMNS = ["key", "value", "topic", "partition", "messageId", "publishTime", "eventTime",
+           "properties", "producerName"]
+
+
+def _messages(n: int, *, start: int = 0) -> list[dict]:
+    out = []
+    for i in range(start, start + n):
+        message: dict = {"value": f"value-{i}".encode() * (1 + i % 3)}
+        if i % 4:
+            message["key"] = f"key-{i % 5}"
+        if i % 3:
+            message["properties"] = {"i": str(i), "ü": "ñ"}
+        if i % 2:
+            message["event_time"] = 1_700_000_000_000 + i
+        out.append(message)
+    return out
+
+
+def _ms(ms: int | None) -> dt.datetime | None:
+    if ms is None:
+        return None
+    return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)  # session zone is UTC
+
+
+def _expected_rows(url: str, topic: str) -> list[Row]:
+    """What the official client reads, as rows of the connector's schema (no sequenceId)."""
+    base = topic.split("-partition-")[0]
+    return [
+        Row(
+            key=m["key"].encode() if m["key"] is not None else None,
+            value=m["value"],
+            topic=base,
+            partition=m["partition"],
+            messageId=m["message_id"],
+            publishTime=_ms(m["publish_time"]),
+            eventTime=_ms(m["event_time"]),
+            properties=m["properties"],
+            producerName=m["producer_name"],
+        )
+        for m in read_all(url, topic)
+    ]
+
+
+def _ids(df) -> list[str]:
+    rows = df.select("messageId").collect()
+    return sorted((r.messageId for r in rows), key=lambda s: MessageId.parse(s).position)
+
+
+def _in_bursts(url: str, topic: str, bursts: int, size: int, pause: float = 0.02) -> None:
+    """``bursts`` batches (entries) of ``size`` messages, published at distinct times."""
+    for b in range(bursts):
+        produce(url, topic, _messages(size, start=b * size))
+        time.sleep(pause)
+
+
+def test_every_column_as_the_official_client_reads_it(spark, read_pulsar, pulsar_lite,
+                                                     topic_name) -> None:
+    url = pulsar_lite.service_url
+    produce(url, topic_name, _messages(150), batching_max_messages=40)
+    produce(url, topic_name, _messages(10, start=150), batching=False)
+    df = read_pulsar(url, topic=topic_name)
+    assert df.schema == SPARK_SCHEMA
+    expected = spark.createDataFrame(_expected_rows(url, topic_name), _schema())
+    assertDataFrameEqual(df.select(COLUMNS), expected)
+    sequence = [r.sequenceId for r in df.orderBy("sequenceId").select("sequenceId").collect()]
+    assert sequence == sorted([*range(150), *range(10)])
+
+
+def _schema(columns: list[str] = COLUMNS):
+    from pyspark.sql.types import StructType
+
+    return StructType([SPARK_SCHEMA[c] for c in columns])
+
+
+def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, pulsar_lite_partitioned,
+                                                pulsar_lite, topic_name) -> None:
+    # The official reader cannot read a partitioned topic on pulsar-lite (brokers.md, quirk
+    # 3): compare with what was sent, by the ids the official producer got back.
+    url = pulsar_lite_partitioned.service_url
+    sent = _messages(120)
+    ids = produce(url, topic_name, sent)
+    df = read_pulsar(url, topic=topic_name)
+    assert df.rdd.getNumPartitions() == 4
+    expected = [
+        (m.get("key", "").encode() or None, m["value"], topic_name,
+         MessageId.parse(i).partition, i, _ms(m.get("event_time")), m.get("properties", {}))
+        for m, i in zip(sent, ids, strict=True)
+    ]
+    columns = ["key", "value", "topic", "partition", "messageId", "eventTime", "properties"]
+    assertDataFrameEqual(df.select(columns),
+                         spark.createDataFrame(expected, _schema(columns)))
+    assert len({r.partition for r in df.select("partition").distinct().collect()}) > 1
+
+    # topics: two non-partitioned topics read as one DataFrame.
+    url = pulsar_lite.service_url
+    other = f"{topic_name}-other"
+    produce(url, topic_name, _messages(30))
+    produce(url, other, _messages(20, start=30))
+    both = read_pulsar(url, topics=f"{topic_name}, {other}")
+    expected = _expected_rows(url, topic_name) + _expected_rows(url, other)
+    assertDataFrameEqual(both.select(COLUMNS), spark.createDataFrame(expected, _schema()))
+
+
+def test_topics_pattern_on_pulsar_lite_names_the_option(read_pulsar, pulsar_lite) -> None:
+    # pulsar-lite does not answer GetTopicsOfNamespace: the pattern path must fail with an
+    # error naming topicsPattern, within the operation timeout. The positive test (listing
+    # and matching topics) needs Apache Pulsar: see test_apache_read.py when that fixture
+    # lands (tests/apache_pulsar.py).
+    started = time.monotonic()
+    df = read_pulsar(pulsar_lite.service_url, topicsPattern="public/default/pat-.*",
+                     **{"pulsar.client.operationTimeoutMs": "1000"})
+    with pytest.raises(Exception, match="topicsPattern.*GetTopicsOfNamespace"):
+        df.count()
+    assert time.monotonic() - started < 30
+
+
+def test_offset_bounds_inside_batches(read_pulsar, pulsar_lite, topic_name) -> None:
+    url = pulsar_lite.service_url
+    _in_bursts(url, topic_name, bursts=4, size=10, pause=0)
+    every = _ids(read_pulsar(url, topic=topic_name))
+    assert len(every) == 40
+    start, end = every[13], every[27]  # inside the second and the third batch
+    assert MessageId.parse(start).batch_index == 3
+    df = read_pulsar(url, topic=topic_name, startingOffsets=f'{{"{topic_name}": "{start}"}}',
+                     endingOffsets=f'{{"{topic_name}": "{end}"}}')
+    assert _ids(df) == every[13:27]  # start inclusive, end exclusive
+    # Kafka-style -2 / -1, and the short topic name.
+    short = topic_name.rsplit("/", 1)[1]
+    df = read_pulsar(url, topic=topic_name, startingOffsets=f'{{"{short}": -2}}',
+                     endingOffsets=f'{{"{short}": -1}}')
+    assert _ids(df) == every
+    assert read_pulsar(url, topic=topic_name, startingOffsets="latest").count() == 0
+    # A whole-entry id (batch -1) starts at the entry's first message.
+    entry = MessageId.parse(every[20])
+    whole = str(MessageId(entry.ledger, entry.entry))
+    df = read_pulsar(url, topic=topic_name, startingOffsets=f'{{"{topic_name}": "{whole}"}}')
+    assert _ids(df) == every[20:]
+
+
+def test_offsets_per_partition(read_pulsar, pulsar_lite_partitioned, topic_name) -> None:
+    url = pulsar_lite_partitioned.service_url
+    produce(url, topic_name, _messages(80))
+    df = read_pulsar(url, topic=topic_name)
+    counts = {r.partition: r["count"] for r in df.groupBy("partition").count().collect()}
+    skipped = read_pulsar(url, topic=topic_name,
+                          startingOffsets=f'{{"{topic_name}": {{"0": -1, "1": -2}}}}')
+    got = {r.partition: r["count"] for r in skipped.groupBy("partition").count().collect()}
+    assert got == {p: c for p, c in counts.items() if p != 0}
+    # A partition's own name works as a key too.
+    first_of_2 = min(_ids(df.where("partition = 2")), key=lambda s: MessageId.parse(s).position)
+    second = _ids(df.where("partition = 2"))[1]
+    one = read_pulsar(url, topic=topic_name,
+                      startingOffsets=f'{{"{topic_name}-partition-2": "{second}"}}')
+    assert sorted(_ids(one.where("partition = 2"))) == sorted(
+        i for i in _ids(df.where("partition = 2")) if i != first_of_2)
+
+
+def test_time_bounds(read_pulsar, pulsar_lite, topic_name) -> None:
+    url = pulsar_lite.service_url
+    _in_bursts(url, topic_name, bursts=5, size=6)
+    df = read_pulsar(url, topic=topic_name).orderBy("publishTime", "sequenceId")
+    rows = df.select("messageId", "publishTime").collect()
+    times = sorted({r.publishTime for r in rows})
+    assert len(times) == 5
+    t1, t3 = times[1], times[3]
+    ms1 = int(t1.replace(tzinfo=UTC).timestamp() * 1000)
+    iso3 = t3.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
+    bounded = read_pulsar(url, topic=topic_name, startingTime=str(ms1), endingTime=iso3)
+    want = [r.messageId for r in rows if t1 <= r.publishTime < t3]
+    assert _ids(bounded) == sorted(want, key=lambda s: MessageId.parse(s).position)
+    assert len(want) == 12
+    later = (times[-1] + dt.timedelta(seconds=5)).isoformat()  # no zone: UTC
+    assert read_pulsar(url, topic=topic_name, startingTime=later).count() == 0
+
+
+def test_min_partitions_split_returns_the_same_rows(
+    read_pulsar, pulsar_lite, pulsar_lite_partitioned, topic_name
+) -> None:
+    url = pulsar_lite.service_url
+    _in_bursts(url, topic_name, bursts=12, size=25, pause=0)
+    whole = read_pulsar(url, topic=topic_name)
+    split = read_pulsar(url, topic=topic_name, minPartitions="5")
+    assert split.rdd.getNumPartitions() == 5
+    assertDataFrameEqual(split, whole)
+    # Bounds inside batches survive the split.
+    ids = _ids(whole)
+    bounded = dict(startingOffsets=f'{{"{topic_name}": "{ids[30]}"}}',
+                   endingOffsets=f'{{"{topic_name}": "{ids[260]}"}}')
+    assertDataFrameEqual(read_pulsar(url, topic=topic_name, minPartitions="4", **bounded),
+                         read_pulsar(url, topic=topic_name, **bounded))
+    # A partitioned topic: 4 partitions become 10 tasks.
+    url = pulsar_lite_partitioned.service_url
+    for b in range(6):
+        produce(url, topic_name, _messages(40, start=b * 40), batching_max_messages=10)
+    whole = read_pulsar(url, topic=topic_name)
+    split = read_pulsar(url, topic=topic_name, minPartitions="10")
+    assert split.rdd.getNumPartitions() == 10
+    assertDataFrameEqual(split, whole)
+
+
+def test_split_by_publish_time_returns_the_same_rows(pulsar_lite, topic_name) -> None:
+    # The publish-time split is what ranges spanning ledgers use (Apache Pulsar); pulsar-lite
+    # keeps a topic in one ledger, so it is forced here, without Spark.
+    url = pulsar_lite.service_url
+    _in_bursts(url, topic_name, bursts=8, size=5)
+    options = parse_options({"service.url": url, "topic": topic_name})
+    with PulsarClient(url) as client:
+        (whole,) = plan_ranges(client, options)
+        rows = [r for b in read_range(client, whole, options, batch_rows=100)
+                for r in b.to_pylist()]
+        pieces = split_ranges(client, [whole], 4, by_time=True)
+        assert len(pieces) == 4
+        assert all(p.start.count(":") == 3 for p in pieces[1:])
+        got = [r for p in pieces for b in read_range(client, p, options, batch_rows=100)
+               for r in b.to_pylist()]
+    assert got == rows
+    assert len(rows) == 40
+
+
+def test_empty_topic_gives_an_empty_dataframe_with_the_schema(
+    read_pulsar, pulsar_lite, pulsar_lite_partitioned, topic_name
+) -> None:
+    df = read_pulsar(pulsar_lite.service_url, topic=topic_name)
+    assert df.schema == SPARK_SCHEMA
+    assert df.collect() == []
+    assert read_pulsar(pulsar_lite.service_url, topic=topic_name, minPartitions="3").count() == 0
+    assert read_pulsar(pulsar_lite_partitioned.service_url, topic=topic_name).count() == 0
+
+
+def test_a_start_id_that_is_gone_is_data_loss(read_pulsar, pulsar_lite, topic_name) -> None:
+    url = pulsar_lite.service_url
+    produce(url, f"{topic_name}-before", [b"x"])  # pulsar-lite numbers ledgers broker-wide
+    produce(url, topic_name, _messages(5), batching=False)
+    first = MessageId.parse(_ids(read_pulsar(url, topic=topic_name))[0])
+    assert first.ledger > 0
+    gone = str(MessageId(first.ledger - 1, 0))  # a ledger this topic does not have
+    start = f'{{"{topic_name}": "{gone}"}}'
+    with pytest.raises(Exception, match="failOnDataLoss"):
+        read_pulsar(url, topic=topic_name, startingOffsets=start).count()
+    lenient = read_pulsar(url, topic=topic_name, startingOffsets=start, failOnDataLoss="false")
+    assert lenient.count() == 5
+
+
+def test_unreachable_broker_fails_within_the_timeout(read_pulsar) -> None:
+    # Nothing listens: connection refused.
+    started = time.monotonic()
+    df = read_pulsar(f"pulsar://127.0.0.1:{free_port()}", topic="t",
+                     **{"pulsar.client.connectionTimeoutMs": "2000"})
+    with pytest.raises(Exception, match="reachable|refused"):
+        df.count()
+    assert time.monotonic() - started < 30
+    # Something accepts and never answers: the handshake times out.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        started = time.monotonic()
+        df = read_pulsar(f"pulsar://127.0.0.1:{server.getsockname()[1]}", topic="t",
+                         connectionTimeoutMs="1500", operationTimeoutMs="1500")
+        with pytest.raises(Exception, match="no CONNECTED .* within 1.5 s"):
+            df.count()
+        assert time.monotonic() - started < 30
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
