@@ -16,6 +16,13 @@ eventTime     timestamp[us, UTC]      null when unset (0)
 properties    map<string, string>     empty map when there are none
 producerName  string
 sequenceId    int64
+brokerPublishTime  timestamp[us, UTC]  when the broker stored the entry; null
+                                       unless the broker exposes its entry
+                                       metadata (0x0e02) to clients
+index         int64, nullable         the broker's message index (its
+                                      ``AppendIndexMetadataInterceptor``);
+                                      for a batch item: the entry's index -
+                                      items + batch index + 1
 ============  ======================  =========================================
 
 :class:`ArrowBatchBuilder` runs no Python code per message: :meth:`~ArrowBatchBuilder.add`
@@ -37,6 +44,7 @@ import pyarrow.compute as pc
 
 from .entry import Entry, decode_key, text
 from .errors import CorruptMessage, ProtocolError
+from .message_id import to_signed64
 from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, map_array
 from .wire import WireError, encode_varint, fields
 
@@ -56,6 +64,8 @@ ROW_SCHEMA = pa.schema(
         pa.field("properties", pa.map_(pa.string(), pa.string()), nullable=False),
         pa.field("producerName", pa.string(), nullable=False),
         pa.field("sequenceId", pa.int64(), nullable=False),
+        pa.field("brokerPublishTime", _TS),
+        pa.field("index", pa.int64()),
     ]
 )
 
@@ -116,6 +126,11 @@ class ArrowBatchBuilder:
         self._producers: list[str] = []
         self._base_seqs: list[int] = []
         self._prefixes: list[str] = []
+        # Per entry, from broker entry metadata: its time (0 when absent), and the
+        # index of its first item (when it has one).
+        self._broker_times: list[int] = []
+        self._first_index: list[int] = []
+        self._has_index: list[bool] = []
         self._items = 0
 
     @property
@@ -153,6 +168,17 @@ class ArrowBatchBuilder:
         self._producers.append(text(meta.producer_name))
         self._base_seqs.append(meta.sequence_id)
         self._prefixes.append(f"{entry.ledger}:{entry.entry}:{entry.partition}:")
+        bem = entry.broker_entry_metadata
+        has_index = bem is not None and bem.HasField("index")
+        self._broker_times.append(bem.broker_timestamp if bem is not None else 0)
+        self._has_index.append(has_index)
+        if has_index:
+            # The index is that of the entry's last message; items count from the
+            # batch's original size (compaction may have dropped some).
+            size = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
+            self._first_index.append(to_signed64((bem.index - size + 1) & _U64))
+        else:
+            self._first_index.append(0)
         self.rows += n
 
     def build(self) -> pa.RecordBatch:
@@ -212,8 +238,18 @@ class ArrowBatchBuilder:
             self._properties(cols, row_entry, batch_indexes),
             pc.take(pa.array(self._producers, pa.string()), pa.array(row_entry)),
             pa.array(seq.view(np.int64)),
+            self._timestamps(np.array(self._broker_times, np.uint64)[row_entry], row_entry,
+                             batch_indexes, "broker publish time", unset=0),
+            self._indexes(row_entry, batch_indexes),
         ]
         return pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
+
+    def _indexes(self, row_entry: np.ndarray, batch_indexes: np.ndarray) -> pa.Array:
+        present = np.array(self._has_index, np.bool_)[row_entry]
+        if not present.any():
+            return pa.nulls(len(row_entry), pa.int64())
+        first = np.array(self._first_index, np.int64)[row_entry]
+        return pa.array(first + np.maximum(batch_indexes, 0), pa.int64(), mask=~present)
 
     # -- columns that can hold bad data ----------------------------------------
 
@@ -284,6 +320,7 @@ class ArrowBatchBuilder:
 
 
 _MAX_MS = (2**63 - 1) // 1000
+_U64 = 0xFFFF_FFFF_FFFF_FFFF
 _MAX_ARROW_BYTES = 2**31 - 1
 
 

@@ -245,8 +245,12 @@ def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Messa
         positions = range(entry.count)
     bem = entry.broker_entry_metadata
     broker_time = bem.broker_timestamp if bem and bem.HasField("broker_timestamp") else None
-    last_index = bem.index if bem and bem.HasField("index") else None
-    total = entry.count
+    # The index is that of the entry's last message; items count from the batch's
+    # original size, so that compaction (which drops items) changes no index.
+    first_index = None
+    if bem and bem.HasField("index"):
+        size = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
+        first_index = bem.index - size + 1
     data = entry.data
     out = []
     for pos in positions:
@@ -282,7 +286,8 @@ def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Messa
                 schema_version=meta.schema_version if meta.HasField("schema_version") else None,
                 broker_publish_time=broker_time,
                 broker_index=(
-                    None if last_index is None else last_index - total + pos + 1
+                    None if first_index is None
+                    else to_signed64((first_index + max(batch_index, 0)) & _U64)
                 ),
                 replicated_from=(
                     text(meta.replicated_from) if meta.HasField("replicated_from") else None

@@ -109,8 +109,18 @@ def test_frames_round_trip_through_messages(cases, data) -> None:
             assert message.publish_time == meta.publish_time
             assert message.producer_name == meta.producer_name
             assert message.broker_publish_time == (bem.broker_timestamp if bem else None)
-            n = len(got)
-            assert message.broker_index == (bem.index - n + pos + 1 if bem else None)
+            size = meta.num_messages_in_batch if case.built.batched else 1
+            assert message.broker_index == (
+                _signed((bem.index - size + 1 + max(bi, 0)) % 2**64)
+                if bem and bem.HasField("index") else None
+            )
+        builder = ArrowBatchBuilder(TOPIC)
+        builder.add(entry)
+        rows = builder.build().to_pylist()
+        assert [r["index"] for r in rows] == [m.broker_index for m in got]
+        assert [r["brokerPublishTime"] for r in rows] == [
+            _ms(m.broker_publish_time) if m.broker_publish_time else None for m in got
+        ]
 
 
 def _arrow_expected(built: Built, ledger: int, entry: int, partition: int) -> list[dict]:
@@ -127,6 +137,8 @@ def _arrow_expected(built: Built, ledger: int, entry: int, partition: int) -> li
             "properties": list(exp["properties"].items()),
             "producerName": meta.producer_name,
             "sequenceId": _signed(exp["sequence_id"]),
+            "brokerPublishTime": None,
+            "index": None,
         }
         for exp in built.expected()
     ]
@@ -173,6 +185,7 @@ def test_arrow_and_messages_agree_on_selected_positions(built, data) -> None:
         assert row["eventTime"] == _ms(message.event_time)
         assert row["sequenceId"] == message.sequence_id
         assert row["producerName"] == message.producer_name
+        assert row["index"] == message.broker_index
         assert row["partition"] == -1
 
 
