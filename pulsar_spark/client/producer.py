@@ -131,6 +131,7 @@ class Producer:
         self._conn: Connection | None = None
         self._producer_id = -1
         self._next_seq = 0
+        self.last_sequence_id = -1
         self._closed = False
         self._reconnecting = False
         self._create(first=True)
@@ -158,6 +159,9 @@ class Producer:
         success = frame.command.producer_success
         self.name = success.producer_name
         if first:
+            #: The broker's last persisted sequence id for this producer name when it
+            #: was created (-1: none, or no deduplication).
+            self.last_sequence_id = success.last_sequence_id
             self._next_seq = max(success.last_sequence_id + 1, 0)
         self._conn, self._producer_id = conn, producer_id
 
@@ -169,13 +173,23 @@ class Producer:
         key: str | bytes | None = None,
         properties: dict[str, str] | None = None,
         event_time: int | None = None,
-    ) -> None:
+        sequence_id: int | None = None,
+    ) -> bool:
         """Queue one message (``value`` None = a tombstone); blocks while the
         pending window is full.
 
+        ``sequence_id`` sets the message's sequence id instead of the next one:
+        ids must increase, gaps allowed. With a producer name and broker
+        deduplication, a message whose id is at or below the broker's
+        :attr:`last_sequence_id` (when the producer was created) is a replay the
+        broker would drop: it is not sent, and False is returned.
+
         Raises:
             PulsarError: an earlier batch failed for good.
+            ClientError: a ``sequence_id`` below one already used.
         """
+        if sequence_id is not None and sequence_id <= self.last_sequence_id:
+            return False
         smm = pb.SingleMessageMetadata()
         size = 32  # its share of a batch, at most: the item's metadata and framing
         if key is not None:
@@ -195,6 +209,8 @@ class Producer:
         size += len(value)
         with self._lock:
             self._raise_if_failed()
+            if sequence_id is not None:
+                self._take_sequence_id(sequence_id)
             if self._batching:
                 # A batch never exceeds the message limit (chunks are never batched):
                 # a message too big to share one goes alone, in chunks if need be.
@@ -203,23 +219,37 @@ class Producer:
                 if size >= min(self._max_bytes, limit):
                     self._seal()
                     smm.sequence_id = self._next_seq
+                    self._next_seq += 1
                     self._items.append((smm, bytes(value)))
                     self._seal(batched=False)
-                    return
+                    return True
                 if self._bytes + size > limit:
                     self._seal()
             if not self._items:
                 self._opened_at = time.monotonic()
-            smm.sequence_id = self._next_seq + len(self._items)
+            smm.sequence_id = self._next_seq
+            self._next_seq += 1
             self._items.append((smm, bytes(value)))
             self._bytes += size
             if len(self._items) >= self._max_messages or self._bytes >= self._max_bytes:
                 self._seal()
+        return True
 
-    def send_batch(self, table) -> None:
+    def _take_sequence_id(self, sequence_id: int) -> None:
+        """Make ``sequence_id`` the next one (lock held)."""
+        if sequence_id < self._next_seq:
+            msg = (
+                f"producer {self.name} on {self.topic}: sequence id {sequence_id} is below "
+                f"the next one, {self._next_seq}: ids must increase"
+            )
+            raise ClientError(msg)
+        self._next_seq = sequence_id
+    def send_batch(self, table, first_sequence_id: int | None = None) -> int:
         """Send the rows of an Arrow table: ``value`` (plus optional ``key``,
-        ``properties`` and ``eventTime``)."""
-        send_rows(self.send, table)
+        ``properties`` and ``eventTime``); with ``first_sequence_id``, row i gets
+        sequence id ``first_sequence_id + i``. Returns the rows sent (replays the
+        broker already has are skipped, see :meth:`send`)."""
+        return send_rows(self.send, table, first_sequence_id)
 
     def _seal(self, batched: bool | None = None) -> None:
         """Turn the open batch into a SEND frame and send it (lock held)."""
@@ -233,9 +263,8 @@ class Producer:
                 msg = f"producer on {self.topic}: no receipts for {self._send_timeout:g} s"
                 self._error = OperationTimeout(msg)
         self._raise_if_failed()
-        first = self._next_seq
-        last = first + count - 1
-        self._next_seq = last + 1
+        # Items carry their ids (consecutive unless given explicitly).
+        first, last = items[0][0].sequence_id, items[-1][0].sequence_id
         meta = pb.MessageMetadata(
             producer_name=self.name, sequence_id=first, publish_time=int(time.time() * 1000),
         )
@@ -477,8 +506,9 @@ def partition_key_text(key: str | bytes) -> str:
     return key if isinstance(key, str) else base64.b64encode(key).decode()
 
 
-def send_rows(send: Callable[..., None], table) -> None:
-    """Call ``send(value, key, properties, event_time)`` for each row of an Arrow table.
+def send_rows(send: Callable[..., bool], table, first_sequence_id: int | None = None) -> int:
+    """Call ``send(value, key, properties, event_time[, sequence_id])`` for each row of
+    an Arrow table; return how many calls returned True.
 
     Raises:
         ClientError: a column other than value, key, properties and eventTime,
@@ -496,13 +526,17 @@ def send_rows(send: Callable[..., None], table) -> None:
     keys = table.column("key").to_pylist() if "key" in names else None
     props = table.column("properties").to_pylist() if "properties" in names else None
     times = table.column("eventTime").to_pylist() if "eventTime" in names else None
+    sent = 0
     for i, value in enumerate(values):
         event = times[i] if times else None
         if event is not None and not isinstance(event, int):
             event = int(event.timestamp() * 1000)
-        send(
+        extra = () if first_sequence_id is None else (first_sequence_id + i,)
+        sent += bool(send(
             value.encode() if isinstance(value, str) else value,
             keys[i] if keys else None,
             dict(props[i]) if props and props[i] else None,
             event,
-        )
+            *extra,
+        ))
+    return sent

@@ -53,11 +53,15 @@ class PartitionedProducer:
         key: str | bytes | None = None,
         properties: dict[str, str] | None = None,
         event_time: int | None = None,
-    ) -> None:
-        self.producers[self.partition_for(key)].send(value, key, properties, event_time)
+        sequence_id: int | None = None,
+    ) -> bool:
+        """As :meth:`Producer.send`; sequence ids must increase per partition."""
+        return self.producers[self.partition_for(key)].send(
+            value, key, properties, event_time, sequence_id
+        )
 
-    def send_batch(self, table) -> None:
-        send_rows(self.send, table)
+    def send_batch(self, table, first_sequence_id: int | None = None) -> int:
+        return send_rows(self.send, table, first_sequence_id)
 
     def flush(self, timeout: float | None = None) -> None:
         for producer in self.producers:

@@ -293,3 +293,47 @@ def test_a_transient_send_error_resends_on_a_new_connection(
     with PulsarClient(broker.service_url) as client:
         values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
     assert list(dict.fromkeys(values)) == [b"%d" % i for i in range(100)]
+
+
+# -- explicit sequence ids and deduplication ------------------------------------------
+
+
+def test_explicit_sequence_ids_must_increase(broker, topic_name) -> None:
+    table = pa.table({"value": [b"a", b"b", b"c"]})
+    with PulsarClient(broker.service_url) as client:
+        with client.create_producer(topic_name, producer_name="explicit") as producer:
+            assert producer.send_batch(table, first_sequence_id=10) == 3
+            assert producer.send(b"d", sequence_id=20)
+            assert producer.send(b"e")  # the next one: 21
+            with pytest.raises(ClientError, match="sequence id 5 is below the next one, 22"):
+                producer.send(b"x", sequence_id=5)
+        rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
+    assert [(r["value"], r["sequenceId"]) for r in rows] == [
+        (b"a", 10), (b"b", 11), (b"c", 12), (b"d", 20), (b"e", 21)
+    ]
+
+
+def test_replays_are_skipped_here_or_dropped_by_the_broker(
+    apache_pulsar_dedup, topic_name
+) -> None:
+    url = apache_pulsar_dedup.service_url
+    table = pa.table({"value": [b"%d" % i for i in range(10)]})
+    with PulsarClient(url) as client:
+        with client.create_producer(topic_name, producer_name="sink-0") as producer:
+            assert producer.last_sequence_id == -1
+            assert producer.send_batch(table, first_sequence_id=100) == 10
+        with client.create_producer(topic_name, producer_name="sink-0") as producer:
+            assert producer.last_sequence_id == 109  # the broker remembers
+            assert producer.send_batch(table, first_sequence_id=100) == 0  # a replay
+            assert producer.send_batch(table, first_sequence_id=105) == 5  # half of one
+        with client.create_producer(topic_name, producer_name="sink-0",
+                                    batching=False) as producer:
+            # A producer that forgot what the broker has (as a task without the
+            # broker's answer would): sent anyway, dropped by the broker, confirmed
+            # as duplicates.
+            producer.last_sequence_id, producer._next_seq = -1, 0
+            assert producer.send_batch(table, first_sequence_id=100) == 10
+            producer.flush()
+        rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
+    assert [r["sequenceId"] for r in rows] == list(range(100, 115))
+    assert [r["value"] for r in rows] == [b"%d" % i for i in [*range(10), *range(5, 10)]]
