@@ -1,0 +1,166 @@
+"""Option parsing: names in any case, values parsed once, every error names its option."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from pulsar_spark.spark.compat import SparkVersionError, require_spark, spark_version
+from pulsar_spark.spark.connect import authentication
+from pulsar_spark.spark.options import (
+    OPTIONS,
+    OffsetSpec,
+    PulsarOptionError,
+    parse_options,
+    pattern_parts,
+)
+
+URL = "pulsar://localhost:6650"
+T = "persistent://public/default/t"
+
+
+def _parse(**options: str):
+    return parse_options({"service.url": URL, **options})
+
+
+def _error(option: str, **options: str) -> PulsarOptionError:
+    with pytest.raises(PulsarOptionError) as info:
+        parse_options(options)
+    assert info.value.option == option
+    assert f"pulsar option {option!r}" in str(info.value)
+    return info.value
+
+
+def test_names_are_case_insensitive_and_aliases_work() -> None:
+    parsed = parse_options({"SERVICE.URL": URL, "Topic": "t", "STARTINGOFFSETS": "latest",
+                            "pulsar.CLIENT.tlsallowinsecureconnection": "TRUE",
+                            "authPluginClassName": "token", "AUTHPARAMS": "token:abc",
+                            "failondataloss": "False", "minpartitions": "8"})
+    assert parsed.topic == T
+    assert parsed.starting_offsets == OffsetSpec("latest")
+    assert parsed.tls_allow_insecure is True
+    assert parsed.fail_on_data_loss is False
+    assert parsed.min_partitions == 8
+    assert parsed.auth is not None and parsed.auth.kind == "token"
+    assert "abc" not in repr(parsed)  # credentials stay out of reprs and logs
+    assert pickle.loads(pickle.dumps(parsed)) == parsed
+    assert _parse(path="t").topic == T  # load("t")
+    assert _parse(pollTimeoutMs="5000").poll_timeout == 5.0
+    defaults = _parse(topic="t")
+    assert (defaults.starting_offsets.default, defaults.ending_offsets.default) == (
+        "earliest", "latest")
+    assert defaults.fail_on_data_loss and defaults.tls_validate_hostname
+
+
+def test_unknown_options_list_the_valid_ones() -> None:
+    error = _error("startingOffset", **{"service.url": URL, "startingOffset": "earliest"})
+    assert "did you mean 'startingOffsets'" in str(error)
+    for option in OPTIONS:
+        assert option.name in str(error)
+
+
+def test_required_exclusive_and_bad_values_name_the_option() -> None:
+    _error("service.url", topic="t")
+    _error("service.url", **{"service.url": "http://localhost:8080"})
+    _error("topics", **{"service.url": URL, "topic": "a", "topics": "b"})
+    _error("topic", **{"service.url": URL, "topic": "a,b"})
+    _error("topicsPattern", **{"service.url": URL, "topicsPattern": "public/default/(("})
+    _error("startingTime", **{"service.url": URL, "startingOffsets": "earliest",
+                              "startingTime": "0"})
+    _error("endingTime", **{"service.url": URL, "endingOffsets": "latest", "endingTime": "0"})
+    _error("endingTime", **{"service.url": URL, "startingTime": "10", "endingTime": "5"})
+    _error("startingTime", **{"service.url": URL, "startingTime": "yesterday"})
+    _error("endingOffsets", **{"service.url": URL, "endingOffsets": "earliest"})
+    _error("endingOffsets", **{"service.url": URL, "endingOffsets": '{"t": -2}'})
+    _error("startingOffsets", **{"service.url": URL, "startingOffsets": "{not json"})
+    _error("startingOffsets", **{"service.url": URL, "startingOffsets": '{"t": "1:x"}'})
+    _error("startingOffsets", **{"service.url": URL, "startingOffsets": '{"t": 5}'})
+    _error("failOnDataLoss", **{"service.url": URL, "failOnDataLoss": "yes"})
+    _error("minPartitions", **{"service.url": URL, "minPartitions": "0"})
+    _error("pollTimeoutMs", **{"service.url": URL, "pollTimeoutMs": "soon"})
+    _error("pulsar.producer.compressionType",
+           **{"service.url": URL, "compressionType": "brotli"})
+    _error("pulsar.client.authParams", **{"service.url": URL, "authParams": "token:x"})
+    _error("pulsar.client.authPluginClassName",
+           **{"service.url": URL, "authPluginClassName": "com.example.Kerberos"})
+    _error("pulsar.client.authParams", **{"service.url": URL, "authPluginClassName": "basic",
+                                          "authParams": '{"userId": "u"}'})
+    _error("pulsar.client.authParams", **{
+        "service.url": URL, "pulsar.client.authPluginClassName":
+            "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2",
+        "pulsar.client.authParams": '{"issuerUrl": "https://issuer"}'})
+    _error("pulsar.client.authParams", **{"service.url": URL, "authParams": "x",
+                                          "pulsar.client.authParams": "y"})
+
+
+def test_times_and_offsets() -> None:
+    assert _parse(startingTime="1700000000000").starting_time == 1_700_000_000_000
+    assert _parse(startingTime="2023-11-14T22:13:20Z").starting_time == 1_700_000_000_000
+    assert _parse(startingTime="2023-11-14T23:13:20.5+01:00").starting_time == (
+        1_700_000_000_500)
+    assert _parse(endingTime="2023-11-14 22:13:20").ending_time == 1_700_000_000_000
+    spec = _parse(startingOffsets='{"t": "1:2:-1:3", "u-partition-2": -1, '
+                                  '"v": {"0": -2, "1": "4:5"}}').starting_offsets
+    assert spec.by_topic == ((T, "1:2:-1:3"),)
+    assert dict(spec.by_partition) == {
+        ("persistent://public/default/u", 2): "latest",
+        ("persistent://public/default/v", 0): "earliest",
+        ("persistent://public/default/v", 1): "4:5:-1:-1",
+    }
+    assert pattern_parts("orders-.*") == ("public/default",
+                                          "persistent://public/default/orders-.*")
+    assert pattern_parts("persistent://acme/sales/o.*")[0] == "acme/sales"
+
+
+def test_scope_checks() -> None:
+    with pytest.raises(PulsarOptionError, match="applies to writes only"):
+        _parse(topic="t", compressionType="LZ4").check_scope("read")
+    with pytest.raises(PulsarOptionError, match="applies to reads only"):
+        _parse(topic="t", startingOffsets="earliest").check_scope("write")
+    _parse(topic="t", authPluginClassName="token", authParams="x").check_scope("write")
+
+
+def test_auth_plugins_become_client_providers(tmp_path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("jwt-from-file\n")
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    cert.write_text("c")
+    key.write_text("k")
+    java = "org.apache.pulsar.client.impl.auth."
+    cases = [
+        (java + "AuthenticationToken", "token:abc", b"abc"),
+        (java + "AuthenticationToken", f"file://{token_file}", b"jwt-from-file"),
+        ("token", '{"token": "def"}', b"def"),
+        (java + "AuthenticationBasic", '{"userId": "u", "password": "p"}', b"u:p"),
+        ("basic", "userId:u,password:p", b"u:p"),
+    ]
+    for plugin, params, data in cases:
+        auth = authentication(_parse(authPluginClassName=plugin, authParams=params).auth)
+        assert auth is not None and auth.auth_data() == data
+    tls = authentication(_parse(authPluginClassName=java + "AuthenticationTls",
+                                authParams=f"tlsCertFile:{cert},tlsKeyFile:{key}").auth)
+    assert tls is not None and tls.tls_cert_file == str(cert)
+    with pytest.raises(PulsarOptionError, match=r"pulsar\.client\.authParams"):
+        authentication(_parse(authPluginClassName="tls",
+                              authParams="tlsCertFile:/nope,tlsKeyFile:/nope").auth)
+
+
+def test_features_needing_a_newer_spark_say_so() -> None:
+    assert spark_version() >= (4, 0)
+    require_spark("anything", (4, 0))
+    with pytest.raises(SparkVersionError, match=r"needs Spark 4\.1 or newer; this is pyspark"):
+        require_spark("streaming admission control", (4, 1), installed=(4, 0))
+
+
+def test_bad_options_through_spark_name_the_option(spark, pulsar_lite) -> None:
+    reader = spark.read.format("pulsar").option("service.url", pulsar_lite.service_url)
+    with pytest.raises(Exception, match=r"pulsar option 'minPartitions': must be at least 1"):
+        reader.option("topic", "t").option("minPartitions", "0").load()
+    with pytest.raises(Exception, match=r"pulsar option 'topic': reads need one of"):
+        spark.read.format("pulsar").option("service.url", pulsar_lite.service_url).load().count()
+    with pytest.raises(Exception, match=r"pulsar option 'nonsense': unknown option"):
+        spark.read.format("pulsar").option("nonsense", "1").load()
+    with pytest.raises(Exception, match=r"pulsar option 'startingOffsets'.*does not include"):
+        spark.read.format("pulsar").option("service.url", pulsar_lite.service_url).option(
+            "topic", "a").option("startingOffsets", '{"b": -2}').load().count()
