@@ -1,0 +1,253 @@
+"""TLS, token authentication, mutual TLS and credential refresh against Apache Pulsar 4.0
+(the ``apache_pulsar_secure`` fixture of tests/apache_pulsar.py).
+
+The broker's certificate names ``localhost`` only, so ``localhost`` is the right host name
+and ``127.0.0.1`` (the same socket) the wrong one. Tokens are HS256 JWTs signed with the
+broker's secret key: role ``client`` may produce and consume in ``public/default``, role
+``admin`` is a superuser, any other role is authenticated but not authorized.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from brokers import official_client, produce, read_all
+
+from pulsar_spark.client import (
+    ConnectError,
+    PulsarClient,
+    TlsAuthentication,
+    TokenAuthentication,
+)
+from pulsar_spark.client.errors import PulsarError
+from pulsar_spark.protocol import ROW_SCHEMA
+
+
+def _rows(client: PulsarClient, topic: str) -> list[dict]:
+    rows = []
+    for batch in client.read_batches(topic):
+        assert batch.schema == ROW_SCHEMA
+        rows.extend(batch.to_pylist())
+    return rows
+
+
+def _official_options(broker, token: str | None = None) -> dict:
+    import pulsar
+
+    sec = broker.secure
+    return {
+        "tls_trust_certs_file_path": sec.ca_cert,
+        "tls_validate_hostname": True,
+        "authentication": pulsar.AuthenticationToken(token or sec.token),
+    }
+
+
+def _values(n: int, prefix: str = "m") -> list[bytes]:
+    return [f"{prefix}-{i:04d}".encode() for i in range(n)]
+
+
+# -- TLS ---------------------------------------------------------------------------
+
+
+def test_tls_with_hostname_verification_and_a_token_works_both_ways(
+    apache_pulsar_secure, topic_name
+) -> None:
+    broker = apache_pulsar_secure
+    sec = broker.secure
+    assert broker.service_url.startswith("pulsar+ssl://localhost:")
+    with PulsarClient(
+        broker.service_url,
+        auth=TokenAuthentication(sec.token),
+        tls_trust_certs_file=sec.ca_cert,
+        tls_validate_hostname=True,
+    ) as client:
+        with client.create_producer(topic_name) as producer:
+            for value in _values(20):
+                producer.send(value, key="k")
+        produce(broker.service_url, topic_name, _values(5, "official"),
+                client_options=_official_options(broker))
+        rows = _rows(client, topic_name)
+    assert [r["value"] for r in rows] == _values(20) + _values(5, "official")
+    got = read_all(broker.service_url, topic_name, at_least=25,
+                   client_options=_official_options(broker))
+    assert [g["value"] for g in got] == _values(20) + _values(5, "official")
+
+
+def test_a_certificate_from_another_ca_is_refused(apache_pulsar_secure, topic_name) -> None:
+    broker = apache_pulsar_secure
+    sec = broker.secure
+    t0 = time.monotonic()
+    with PulsarClient(
+        broker.service_url, auth=TokenAuthentication(sec.token),
+        tls_trust_certs_file=sec.other_ca_cert, connect_timeout=5, operation_timeout=5,
+    ) as client, pytest.raises(ConnectError, match=r"TLS handshake with localhost:\d+ failed"
+                               r".*(?i:certificate verify failed)"):
+        client.get_partitions(topic_name)
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_wrong_host_name_is_refused(apache_pulsar_secure, topic_name) -> None:
+    broker = apache_pulsar_secure
+    sec = broker.secure
+    wrong = broker.service_url.replace("localhost", "127.0.0.1")
+    with PulsarClient(
+        wrong, auth=TokenAuthentication(sec.token), tls_trust_certs_file=sec.ca_cert,
+        connect_timeout=5, operation_timeout=5,
+    ) as client, pytest.raises(ConnectError, match=r"(?i)TLS handshake with 127\.0\.0\.1:\d+ "
+                               r"failed.*(IP address mismatch|hostname mismatch)"):
+        client.get_partitions(topic_name)
+    # Without hostname verification the same address is accepted (the CA still counts).
+    with PulsarClient(
+        wrong, auth=TokenAuthentication(sec.token), tls_trust_certs_file=sec.ca_cert,
+        tls_validate_hostname=False,
+    ) as client:
+        assert client.get_partitions(topic_name) == [topic_name]
+
+
+def test_the_system_trust_store_does_not_know_the_test_ca(apache_pulsar_secure) -> None:
+    broker = apache_pulsar_secure
+    with PulsarClient(
+        broker.service_url, auth=TokenAuthentication(broker.secure.token), connect_timeout=5
+    ) as client, pytest.raises(ConnectError, match=r"(?i)certificate verify failed"):
+        client.get_partitions("persistent://public/default/anything")
+
+
+# -- tokens --------------------------------------------------------------------------
+
+
+def _secure_client(broker, auth, **options) -> PulsarClient:
+    options.setdefault("connect_timeout", 5)
+    options.setdefault("operation_timeout", 5)
+    return PulsarClient(broker.service_url, auth=auth, tls_trust_certs_file=broker.secure.ca_cert,
+                        **options)
+
+
+@pytest.mark.parametrize(
+    "case", ["signed-by-another-key", "expired", "garbage", "none"],
+)
+def test_a_bad_token_is_rejected_quickly_with_a_clear_error(
+    apache_pulsar_secure, topic_name, case: str
+) -> None:
+    from apache_pulsar import make_token
+
+    sec = apache_pulsar_secure.secure
+    auth = {
+        "signed-by-another-key": TokenAuthentication(make_token(b"k" * 32, "client")),
+        "expired": TokenAuthentication(sec.make_token(expires_in=-60)),
+        "garbage": TokenAuthentication("not-a-jwt"),
+        "none": None,
+    }[case]
+    t0 = time.monotonic()
+    with _secure_client(apache_pulsar_secure, auth) as client, pytest.raises(
+        PulsarError, match=r"(?i)authenticat"
+    ) as info:
+        client.get_partitions(topic_name)
+    assert time.monotonic() - t0 < 5
+    err = info.value
+    assert not err.retriable, f"{type(err).__name__} is retriable: a client would loop"
+    assert "CONNECT to localhost" in str(err)
+
+
+def test_an_unauthorized_role_is_refused_by_name(apache_pulsar_secure, topic_name) -> None:
+    sec = apache_pulsar_secure.secure
+    auth = TokenAuthentication(sec.make_token("stranger"))
+    with _secure_client(apache_pulsar_secure, auth) as client:
+        with pytest.raises(PulsarError, match=r"(?i)authoriz|permission|not allowed") as info:
+            list(client.read_batches(topic_name))
+        assert not info.value.retriable
+        with pytest.raises(PulsarError, match=r"(?i)authoriz|permission|not allowed"):
+            client.create_producer(topic_name)
+
+
+def test_a_token_file_is_read_again_on_each_connect(apache_pulsar_secure, topic_name,
+                                                    tmp_path) -> None:
+    sec = apache_pulsar_secure.secure
+    token_file = tmp_path / "token"
+    token_file.write_text(sec.token + "\n")
+    with _secure_client(apache_pulsar_secure, TokenAuthentication(token_file=str(token_file))
+                        ) as client, client.create_producer(topic_name) as producer:
+        producer.send(b"from a token file")
+    with _secure_client(apache_pulsar_secure, TokenAuthentication(sec.token)) as client:
+        assert [r["value"] for r in _rows(client, topic_name)] == [b"from a token file"]
+
+
+# -- mutual TLS ----------------------------------------------------------------------
+
+
+def test_mutual_tls_the_client_certificate_is_the_identity(
+    apache_pulsar_secure, topic_name
+) -> None:
+    sec = apache_pulsar_secure.secure
+    auth = TlsAuthentication(sec.client_cert, sec.client_key)
+    with _secure_client(apache_pulsar_secure, auth) as client:
+        with client.create_producer(topic_name) as producer:
+            producer.send(b"over mTLS")
+        assert [r["value"] for r in _rows(client, topic_name)] == [b"over mTLS"]
+    stats = apache_pulsar_secure.admin.stats(topic_name)
+    assert stats["msgInCounter"] == 1
+
+
+# -- credential refresh (AUTH_CHALLENGE) --------------------------------------------------
+
+
+def test_expiring_tokens_are_refreshed_through_auth_challenge(
+    apache_pulsar_secure, topic_name
+) -> None:
+    """The broker checks every second (``authenticationRefreshCheckSeconds=1``) whether a
+    connection's token has expired; when it has, it sends AUTH_CHALLENGE and expects a
+    fresh credential in AUTH_RESPONSE, or closes the connection."""
+    sec = apache_pulsar_secure.secure
+    issued: list[float] = []
+    lock = threading.Lock()
+
+    def fresh_token() -> str:
+        with lock:
+            issued.append(time.monotonic())
+        return sec.make_token(expires_in=3)
+
+    log_mark = apache_pulsar_secure.log_size()
+    t0 = time.monotonic()
+    with _secure_client(apache_pulsar_secure, TokenAuthentication(fresh_token),
+                        operation_timeout=10) as client:
+        with client.create_producer(topic_name, batching=False) as producer:
+            for i in range(16):  # 8 s: the token of the CONNECT expires twice at least
+                producer.send(f"m-{i}".encode())
+                producer.flush()
+                time.sleep(0.5)
+            epochs = producer._epoch
+        rows = _rows(client, topic_name)
+    assert [r["value"] for r in rows] == [f"m-{i}".encode() for i in range(16)]
+    assert epochs == 0, "the producer had to be re-created: the connection was lost"
+    refreshed = [t - t0 for t in issued[1:]]
+    assert len(refreshed) >= 2, f"tokens issued at {refreshed}: no AUTH_CHALLENGE answered"
+    # The broker's side of it: "Refreshed authentication credentials for role client".
+    log = apache_pulsar_secure.log_text(log_mark)
+    assert f"Refreshed authentication credentials for role {sec.client_role}" in log
+
+
+def test_a_connection_that_cannot_refresh_its_token_is_closed(
+    apache_pulsar_secure, topic_name
+) -> None:
+    sec = apache_pulsar_secure.secure
+    token = sec.make_token(expires_in=2)  # the same token every time: it cannot refresh
+    with official_client(apache_pulsar_secure.service_url,
+                         **_official_options(apache_pulsar_secure)) as official:
+        official.create_producer(topic_name).send(b"exists")
+    with _secure_client(apache_pulsar_secure, TokenAuthentication(token),
+                        operation_timeout=5) as client:
+        assert client.get_partitions(topic_name) == [topic_name]
+        conn = client._pool.get(*_host_port(apache_pulsar_secure.service_url))
+        deadline = time.monotonic() + 10
+        while not conn.closed and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert conn.closed, "the broker kept a connection whose token expired"
+        # A new connection with the expired token is refused.
+        with pytest.raises(PulsarError, match=r"(?i)authenticat|expired"):
+            client.get_partitions(topic_name)
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, port = url.split("://", 1)[1].split(":")
+    return host, int(port)
