@@ -134,6 +134,7 @@ class Producer:
         self.last_sequence_id = -1
         self._closed = False
         self._reconnecting = False
+        self._reconnect_again: str | None = None
         self._create(first=True)
         self._timer = threading.Thread(target=self._timer_loop, daemon=True,
                                        name=f"pulsar-producer-{topic}")
@@ -462,7 +463,13 @@ class Producer:
 
     def _schedule_reconnect(self, reason: str, *, close_connection: bool = False) -> None:
         with self._lock:
-            if self._reconnecting or self._closed:
+            if self._closed:
+                return
+            if self._reconnecting:
+                # Closed again while re-creating (a topic unloaded twice): the
+                # reconnect under way must start over, or the broker would ignore
+                # the SENDs of a producer it no longer has.
+                self._reconnect_again = reason
                 return
             self._reconnecting = True
         threading.Thread(
@@ -482,8 +489,17 @@ class Producer:
             time.sleep(backoff.next())
             try:
                 self._epoch += 1
+                with self._lock:
+                    self._reconnect_again = None
                 self._create(first=False)
-                break
+                with self._lock:
+                    again, self._reconnect_again = self._reconnect_again, None
+                if again is None:
+                    break
+                reason = f"closed again while re-creating: {again}"
+                if self._conn is not None:
+                    self._conn.remove_handler("producer", self._producer_id)
+                continue
             except PulsarError as exc:
                 # The broker may still hold the producer of the lost connection for a
                 # moment: its name is busy until then.

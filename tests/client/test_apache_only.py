@@ -17,7 +17,7 @@ import pytest
 from admin import AdminError
 from brokers import official_client, produce, read_all
 
-from pulsar_spark.client import OperationTimeout, PartitionReader, PulsarClient
+from pulsar_spark.client import PartitionReader, PulsarClient
 from pulsar_spark.client.connection import Connection
 from pulsar_spark.client.names import parse_topic
 from pulsar_spark.protocol import ROW_SCHEMA, pb
@@ -336,18 +336,6 @@ def _close_before_success_hook(admin, topic: str):
     return hook
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OperationTimeout,
-    reason=(
-        "client bug (pulsar_spark/client/producer.py, Producer._schedule_reconnect): a "
-        "CLOSE_PRODUCER that arrives while a reconnect is under way (_reconnecting is True) "
-        "is dropped, so when the broker closes the re-created producer before its "
-        "PRODUCER_SUCCESS (a topic unloaded again during the reconnect) the producer "
-        "believes it is attached, the broker ignores its SENDs (recently closed producer) "
-        "and every later message times out"
-    ),
-)
 def test_a_close_during_the_reconnect_is_not_lost(apache_pulsar, fault_proxy, topic_name) -> None:
     admin = apache_pulsar.admin
     proxy = fault_proxy(
