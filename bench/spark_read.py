@@ -1,0 +1,188 @@
+"""spark.read.format("pulsar").load().count() against its ceiling and the client alone.
+
+    python bench/spark_read.py [--messages 1000000] [--size 100] [--runs 3]
+                               [--partitions 4] [--service-url URL]
+
+Without ``--service-url`` an embedded pulsar-lite is started. Our producer
+writes ``--messages`` payloads of ``--size`` bytes (batched, LZ4) to one
+topic. Then, in the same run:
+
+* **client alone**: ``PulsarClient.read_batches`` over the whole topic in this
+  process (one thread), rows/s;
+* for ``local[1]`` and then ``local[2]``:
+
+  * **pulsar**: ``spark.read.format("pulsar")...option("minPartitions", N)
+    .load().count()``, rows/s;
+  * **ceiling**: a trivial Python data source whose tasks yield the very same
+    Arrow record batches from memory (an Arrow IPC file the client wrote,
+    memory-mapped, split into the same N partitions), rows/s.
+
+Each Spark figure is the best of ``--runs`` after one warm-up. Printed ratios:
+pulsar/ceiling (the goal is at least 60%), pulsar/client, and local[2] over
+local[1] (the speed-up from a second core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from _broker import broker_url
+
+from pulsar_spark.client import PulsarClient
+
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from pulsar_spark import PulsarDataSource
+from pulsar_spark.protocol import ROW_SCHEMA
+from pulsar_spark.spark import SPARK_SCHEMA
+
+
+class _Slice(InputPartition):
+    def __init__(self, first: int, last: int) -> None:
+        self.first, self.last = first, last
+
+
+class _MemoryReader(DataSourceReader):
+    def __init__(self, path: str, partitions: int) -> None:
+        self.path, self.n = path, partitions
+
+    def partitions(self) -> list[InputPartition]:
+        with pa.memory_map(self.path) as source:
+            count = pa.ipc.open_file(source).num_record_batches
+        bounds = [count * i // self.n for i in range(self.n + 1)]
+        return [_Slice(a, b) for a, b in itertools.pairwise(bounds)]
+
+    def read(self, partition: _Slice):
+        reader = pa.ipc.open_file(pa.memory_map(self.path))
+        for i in range(partition.first, partition.last):
+            yield reader.get_batch(i)
+
+
+class MemoryDataSource(DataSource):
+    """The ceiling: the same Arrow batches as the Pulsar read, from memory."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pulsar_bench_memory"
+
+    def schema(self):
+        return SPARK_SCHEMA
+
+    def reader(self, schema):
+        return _MemoryReader(self.options["path"], int(self.options["partitions"]))
+
+
+def produce_ours(url: str, topic: str, count: int, size: int) -> None:
+    table = pa.table({"value": pa.array([b"x" * size] * min(count, 100_000), pa.binary())})
+    with PulsarClient(url) as client:
+        producer = client.create_producer(topic, compression="lz4", max_pending_messages=20_000)
+        left = count
+        while left:
+            part = table.slice(0, min(left, table.num_rows))
+            producer.send_batch(part)
+            left -= part.num_rows
+        producer.flush()
+        producer.close()
+
+
+def read_client(url: str, topic: str, path: str | None = None) -> int:
+    """Read the whole topic with the client; write the batches to ``path`` if given."""
+    rows = 0
+    writer = None
+    with PulsarClient(url) as client:
+        for batch in client.read_batches(topic, batch_rows=50_000):
+            rows += batch.num_rows
+            if path is not None:
+                if writer is None:
+                    writer = pa.ipc.new_file(path, ROW_SCHEMA)
+                writer.write_batch(batch)
+    if writer is not None:
+        writer.close()
+    return rows
+
+
+def best(runs: int, action) -> tuple[float, int]:
+    action()  # warm-up
+    times, result = [], 0
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - started)
+    return min(times), result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100, help="payload bytes")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=4, help="minPartitions / slices")
+    parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
+    args = parser.parse_args()
+    n = args.messages
+
+    with broker_url(args.service_url, "bench-spark-read-") as url, \
+            tempfile.TemporaryDirectory() as tmp:
+        topic = f"persistent://public/default/bench-spark-read-{int(time.time())}"
+        started = time.perf_counter()
+        produce_ours(url, topic, n, args.size)
+        print(f"produced {n:,} x {args.size} B (LZ4, batched) in "
+              f"{time.perf_counter() - started:.1f} s")
+        path = str(Path(tmp) / "rows.arrow")
+        if read_client(url, topic, path) != n:
+            print("the client did not read every message", file=sys.stderr)
+            return 1
+        client_s, rows = best(args.runs, lambda: read_client(url, topic))
+        assert rows == n
+        client_rate = n / client_s
+        print(f"client alone      {client_rate:>12,.0f} rows/s  best {client_s:.2f} s")
+
+        results: dict[int, tuple[float, float]] = {}
+        for cores in (1, 2):
+            spark = (SparkSession.builder.master(f"local[{cores}]")
+                     .appName(f"bench-spark-read-{cores}")
+                     .config("spark.ui.enabled", "false")
+                     .config("spark.ui.showConsoleProgress", "false")
+                     .config("spark.driver.memory", "2g")
+                     .getOrCreate())
+            spark.sparkContext.setLogLevel("ERROR")
+            spark.dataSource.register(PulsarDataSource)
+            spark.dataSource.register(MemoryDataSource)
+            pulsar_df = (spark.read.format("pulsar").option("service.url", url)
+                         .option("topic", topic)
+                         .option("minPartitions", str(args.partitions)).load())
+            memory_df = (spark.read.format("pulsar_bench_memory").option("path", path)
+                         .option("partitions", str(args.partitions)).load())
+            pulsar_s, count = best(args.runs, pulsar_df.count)
+            assert count == n, count
+            memory_s, count = best(args.runs, memory_df.count)
+            assert count == n, count
+            results[cores] = (n / pulsar_s, n / memory_s)
+            print(f"local[{cores}] pulsar   {n / pulsar_s:>12,.0f} rows/s  best {pulsar_s:.2f} s")
+            print(f"local[{cores}] ceiling  {n / memory_s:>12,.0f} rows/s  best {memory_s:.2f} s")
+            spark.stop()
+
+        for cores, (pulsar_rate, ceiling_rate) in results.items():
+            print(f"local[{cores}]: pulsar/ceiling {pulsar_rate / ceiling_rate:.0%} (goal: at "
+                  f"least 60%), pulsar/client {pulsar_rate / client_rate:.2f}x")
+        print(f"speed-up from a second core: pulsar {results[2][0] / results[1][0]:.2f}x, "
+              f"ceiling {results[2][1] / results[1][1]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
