@@ -164,3 +164,18 @@ def test_bad_options_through_spark_name_the_option(spark, pulsar_lite) -> None:
     with pytest.raises(Exception, match=r"pulsar option 'startingOffsets'.*does not include"):
         spark.read.format("pulsar").option("service.url", pulsar_lite.service_url).option(
             "topic", "a").option("startingOffsets", '{"b": -2}').load().count()
+
+
+def test_the_readme_documents_every_option() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    table = readme[readme.index("| option | applies to |"):]
+    table = table[:table.index("\n\n")]
+    for option in OPTIONS:
+        row = next((line for line in table.splitlines()
+                    if line.startswith(f"| `{option.name}`")), None)
+        assert row is not None, option.name
+        for alias in option.aliases:
+            assert f"`{alias}`" in row, (option.name, alias)
+        assert f"| {option.scope} | {option.default} |" in row, option.name
