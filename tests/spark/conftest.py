@@ -55,3 +55,13 @@ def read_pulsar(spark: SparkSession):
         return reader.load()
 
     return read
+
+
+@pytest.fixture
+def partitioned_url(broker, request: pytest.FixtureRequest, topic_name: str) -> str:
+    """The service URL of a broker of ``broker``'s kind on which ``topic_name`` has 4
+    partitions: the partitioned pulsar-lite, or Apache Pulsar after an admin call."""
+    if broker.kind == "lite":
+        return request.getfixturevalue("pulsar_lite_partitioned").service_url
+    broker.admin.create_partitioned_topic(topic_name, 4)
+    return broker.service_url

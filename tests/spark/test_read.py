@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import socket
 import threading
 import time
@@ -75,9 +76,9 @@ def _in_bursts(url: str, topic: str, bursts: int, size: int, pause: float = 0.02
         time.sleep(pause)
 
 
-def test_every_column_as_the_official_client_reads_it(spark, read_pulsar, pulsar_lite,
+def test_every_column_as_the_official_client_reads_it(spark, read_pulsar, broker,
                                                      topic_name) -> None:
-    url = pulsar_lite.service_url
+    url = broker.service_url
     produce(url, topic_name, _messages(150), batching_max_messages=40)
     produce(url, topic_name, _messages(10, start=150), batching=False)
     df = read_pulsar(url, topic=topic_name)
@@ -94,11 +95,11 @@ def _schema(columns: list[str] = COLUMNS):
     return StructType([SPARK_SCHEMA[c] for c in columns])
 
 
-def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, pulsar_lite_partitioned,
-                                                pulsar_lite, topic_name) -> None:
+def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, partitioned_url, broker,
+                                                topic_name) -> None:
     # The official reader cannot read a partitioned topic on pulsar-lite (brokers.md, quirk
     # 3): compare with what was sent, by the ids the official producer got back.
-    url = pulsar_lite_partitioned.service_url
+    url = partitioned_url
     sent = _messages(120)
     ids = produce(url, topic_name, sent)
     df = read_pulsar(url, topic=topic_name)
@@ -114,7 +115,8 @@ def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, pulsar_lite_
     assert len({r.partition for r in df.select("partition").distinct().collect()}) > 1
 
     # topics: two non-partitioned topics read as one DataFrame.
-    url = pulsar_lite.service_url
+    url = broker.service_url
+    topic_name = f"{topic_name}-plain"
     other = f"{topic_name}-other"
     produce(url, topic_name, _messages(30))
     produce(url, other, _messages(20, start=30))
@@ -136,8 +138,8 @@ def test_topics_pattern_on_pulsar_lite_names_the_option(read_pulsar, pulsar_lite
     assert time.monotonic() - started < 30
 
 
-def test_offset_bounds_inside_batches(read_pulsar, pulsar_lite, topic_name) -> None:
-    url = pulsar_lite.service_url
+def test_offset_bounds_inside_batches(read_pulsar, broker, topic_name) -> None:
+    url = broker.service_url
     _in_bursts(url, topic_name, bursts=4, size=10, pause=0)
     every = _ids(read_pulsar(url, topic=topic_name))
     assert len(every) == 40
@@ -159,8 +161,8 @@ def test_offset_bounds_inside_batches(read_pulsar, pulsar_lite, topic_name) -> N
     assert _ids(df) == every[20:]
 
 
-def test_offsets_per_partition(read_pulsar, pulsar_lite_partitioned, topic_name) -> None:
-    url = pulsar_lite_partitioned.service_url
+def test_offsets_per_partition(read_pulsar, partitioned_url, topic_name) -> None:
+    url = partitioned_url
     produce(url, topic_name, _messages(80))
     df = read_pulsar(url, topic=topic_name)
     counts = {r.partition: r["count"] for r in df.groupBy("partition").count().collect()}
@@ -177,8 +179,8 @@ def test_offsets_per_partition(read_pulsar, pulsar_lite_partitioned, topic_name)
         i for i in _ids(df.where("partition = 2")) if i != first_of_2)
 
 
-def test_time_bounds(read_pulsar, pulsar_lite, topic_name) -> None:
-    url = pulsar_lite.service_url
+def test_time_bounds(read_pulsar, broker, topic_name) -> None:
+    url = broker.service_url
     _in_bursts(url, topic_name, bursts=5, size=6)
     df = read_pulsar(url, topic=topic_name).orderBy("publishTime", "sequenceId")
     rows = df.select("messageId", "publishTime").collect()
@@ -196,22 +198,23 @@ def test_time_bounds(read_pulsar, pulsar_lite, topic_name) -> None:
 
 
 def test_min_partitions_split_returns_the_same_rows(
-    read_pulsar, pulsar_lite, pulsar_lite_partitioned, topic_name
+    read_pulsar, broker, partitioned_url, topic_name
 ) -> None:
-    url = pulsar_lite.service_url
-    _in_bursts(url, topic_name, bursts=12, size=25, pause=0)
-    whole = read_pulsar(url, topic=topic_name)
-    split = read_pulsar(url, topic=topic_name, minPartitions="5")
+    url = broker.service_url
+    plain = f"{topic_name}-plain"
+    _in_bursts(url, plain, bursts=12, size=25, pause=0)
+    whole = read_pulsar(url, topic=plain)
+    split = read_pulsar(url, topic=plain, minPartitions="5")
     assert split.rdd.getNumPartitions() == 5
     assertDataFrameEqual(split, whole)
     # Bounds inside batches survive the split.
     ids = _ids(whole)
-    bounded = dict(startingOffsets=f'{{"{topic_name}": "{ids[30]}"}}',
-                   endingOffsets=f'{{"{topic_name}": "{ids[260]}"}}')
-    assertDataFrameEqual(read_pulsar(url, topic=topic_name, minPartitions="4", **bounded),
-                         read_pulsar(url, topic=topic_name, **bounded))
+    bounded = dict(startingOffsets=f'{{"{plain}": "{ids[30]}"}}',
+                   endingOffsets=f'{{"{plain}": "{ids[260]}"}}')
+    assertDataFrameEqual(read_pulsar(url, topic=plain, minPartitions="4", **bounded),
+                         read_pulsar(url, topic=plain, **bounded))
     # A partitioned topic: 4 partitions become 10 tasks.
-    url = pulsar_lite_partitioned.service_url
+    url = partitioned_url
     for b in range(6):
         produce(url, topic_name, _messages(40, start=b * 40), batching_max_messages=10)
     whole = read_pulsar(url, topic=topic_name)
@@ -220,10 +223,11 @@ def test_min_partitions_split_returns_the_same_rows(
     assertDataFrameEqual(split, whole)
 
 
-def test_split_by_publish_time_returns_the_same_rows(pulsar_lite, topic_name) -> None:
+def test_split_by_publish_time_returns_the_same_rows(broker, topic_name) -> None:
     # The publish-time split is what ranges spanning ledgers use (Apache Pulsar); pulsar-lite
-    # keeps a topic in one ledger, so it is forced here, without Spark.
-    url = pulsar_lite.service_url
+    # keeps a topic in one ledger, so it is forced here, without Spark (and across real
+    # ledgers on Apache Pulsar in test_split_across_ledgers_on_apache_pulsar).
+    url = broker.service_url
     _in_bursts(url, topic_name, bursts=8, size=5)
     options = parse_options({"service.url": url, "topic": topic_name})
     with PulsarClient(url) as client:
@@ -240,18 +244,19 @@ def test_split_by_publish_time_returns_the_same_rows(pulsar_lite, topic_name) ->
 
 
 def test_empty_topic_gives_an_empty_dataframe_with_the_schema(
-    read_pulsar, pulsar_lite, pulsar_lite_partitioned, topic_name
+    read_pulsar, broker, partitioned_url, topic_name
 ) -> None:
-    df = read_pulsar(pulsar_lite.service_url, topic=topic_name)
+    plain = f"{topic_name}-plain"
+    df = read_pulsar(broker.service_url, topic=plain)
     assert df.schema == SPARK_SCHEMA
     assert df.collect() == []
-    assert read_pulsar(pulsar_lite.service_url, topic=topic_name, minPartitions="3").count() == 0
-    assert read_pulsar(pulsar_lite_partitioned.service_url, topic=topic_name).count() == 0
+    assert read_pulsar(broker.service_url, topic=plain, minPartitions="3").count() == 0
+    assert read_pulsar(partitioned_url, topic=topic_name).count() == 0
 
 
-def test_a_start_id_that_is_gone_is_data_loss(read_pulsar, pulsar_lite, topic_name) -> None:
-    url = pulsar_lite.service_url
-    produce(url, f"{topic_name}-before", [b"x"])  # pulsar-lite numbers ledgers broker-wide
+def test_a_start_id_that_is_gone_is_data_loss(read_pulsar, broker, topic_name) -> None:
+    url = broker.service_url
+    produce(url, f"{topic_name}-before", [b"x"])  # ledger ids are numbered broker-wide
     produce(url, topic_name, _messages(5), batching=False)
     first = MessageId.parse(_ids(read_pulsar(url, topic=topic_name))[0])
     assert first.ledger > 0
@@ -301,3 +306,36 @@ def test_unreachable_broker_fails_within_the_timeout(read_pulsar) -> None:
         for conn in held:
             conn.close()
         server.close()
+
+
+def test_topics_pattern_on_apache_pulsar(spark, read_pulsar, apache_pulsar, topic_name) -> None:
+    # The positive path of topicsPattern: GetTopicsOfNamespace, which pulsar-lite lacks.
+    url = apache_pulsar.service_url
+    prefix = topic_name.rsplit("/", 1)[1]
+    a, b, c = (f"{topic_name}-a", f"{topic_name}-b", f"{topic_name}-c")
+    apache_pulsar.admin.create_partitioned_topic(c, 2)
+    produce(url, a, _messages(10))
+    produce(url, b, _messages(5, start=10))
+    produce(url, c, _messages(8, start=15))
+    produce(url, f"{topic_name}-other-ns-lookalike-x", [b"not matched"])
+    df = read_pulsar(url, topicsPattern=f"public/default/{re.escape(prefix)}-[abc]")
+    got = {r.topic: r["count"] for r in df.groupBy("topic").count().collect()}
+    assert got == {a: 10, b: 5, c: 8}
+    assert df.rdd.getNumPartitions() == 4  # a, b and the two partitions of c
+    assert read_pulsar(url, topicsPattern=f"{re.escape(prefix)}-nothing-.*").count() == 0
+
+
+def test_split_across_ledgers_on_apache_pulsar(read_pulsar, apache_pulsar, topic_name) -> None:
+    # An unload closes the topic's ledger; the next producer writes to a new one. A split
+    # range spanning both is cut at publish times (message_id_at_time).
+    url = apache_pulsar.service_url
+    _in_bursts(url, topic_name, bursts=4, size=10)
+    apache_pulsar.admin.unload(topic_name)
+    _in_bursts(url, topic_name, bursts=4, size=10)
+    whole = read_pulsar(url, topic=topic_name)
+    ledgers = {MessageId.parse(i).ledger for i in _ids(whole)}
+    assert len(ledgers) == 2
+    split = read_pulsar(url, topic=topic_name, minPartitions="4")
+    assert split.rdd.getNumPartitions() > 1
+    assertDataFrameEqual(split, whole)
+    assert split.count() == 80

@@ -42,8 +42,8 @@ def _write(df, url: str, **options: str) -> None:
     writer.save()
 
 
-def test_round_trip(spark, read_pulsar, pulsar_lite, topic_name) -> None:
-    url = pulsar_lite.service_url
+def test_round_trip(spark, read_pulsar, broker, topic_name) -> None:
+    url = broker.service_url
     df = spark.createDataFrame(_rows(500), WRITE_SCHEMA).repartition(3)
     _write(df, url, topic=topic_name, producerNamePrefix="rt")
     back = read_pulsar(url, topic=topic_name)
@@ -74,9 +74,9 @@ def test_string_values_binary_keys_and_producer_options(spark, read_pulsar, puls
     assertDataFrameEqual(back, df.union(df))
 
 
-def test_topic_column_routes_rows(spark, read_pulsar, pulsar_lite,
-                                  pulsar_lite_partitioned, topic_name) -> None:
-    url = pulsar_lite.service_url
+def test_topic_column_routes_rows(spark, read_pulsar, broker, partitioned_url,
+                                  topic_name) -> None:
+    url = broker.service_url
     a, b = f"{topic_name}-a", f"{topic_name}-b"
     rows = [Row(topic=a if i % 3 else b, value=f"v{i}", key=f"k{i}") for i in range(90)]
     df = spark.createDataFrame(rows)
@@ -89,9 +89,8 @@ def test_topic_column_routes_rows(spark, read_pulsar, pulsar_lite,
     _write(df, url, topic=c)
     assert read_pulsar(url, topic=c).count() == 90
     # A partitioned topic: keys spread over the partitions, every row arrives once.
-    url = pulsar_lite_partitioned.service_url
-    _write(df.drop("topic"), url, topic=topic_name)
-    back = read_pulsar(url, topic=topic_name)
+    _write(df.drop("topic"), partitioned_url, topic=topic_name)
+    back = read_pulsar(partitioned_url, topic=topic_name)
     assertDataFrameEqual(back.selectExpr("cast(value as string) value"), df.select("value"))
     assert back.select("partition").distinct().count() > 1
 
