@@ -356,6 +356,73 @@ def test_a_close_during_the_reconnect_is_not_lost(apache_pulsar, fault_proxy, to
     assert [r["value"] for r in rows] == [b"before", b"after"]
 
 
+class _UnloadStorm:
+    """Unloads ``topic`` every ``interval`` seconds in a thread, while in a ``with`` and
+    for ``duration`` seconds at most (a storm that never ends keeps the topic from ever
+    loading: every SUBSCRIBE then meets "Topic is temporarily unavailable")."""
+
+    def __init__(self, admin, topic: str, interval: float = 0.05, duration: float = 5.0) -> None:
+        self.admin, self.topic, self.interval = admin, topic, interval
+        self.deadline = time.monotonic() + duration
+        self.unloads = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and time.monotonic() < self.deadline:
+            with contextlib.suppress(AdminError):  # e.g. while the topic is being loaded
+                self.admin.unload(self.topic)
+                self.unloads += 1
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> _UnloadStorm:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_write_under_an_unload_storm_is_exactly_once_with_dedup(
+    apache_pulsar_dedup, topic_name
+) -> None:
+    sent = _values(2000)
+    with PulsarClient(apache_pulsar_dedup.service_url) as client:
+        with client.create_producer(
+            topic_name, producer_name=f"storm-{secrets.token_hex(4)}", batch_max_messages=20,
+            batch_max_delay=0.005, send_timeout=30,
+        ) as producer:
+            producer.send(b"first")
+            producer.flush()
+            with _UnloadStorm(apache_pulsar_dedup.admin, topic_name) as storm:
+                for value in sent:
+                    producer.send(value)
+                    time.sleep(0.001)  # spread the sends over the storm
+            producer.flush()
+        rows = _rows(client, topic_name)
+    assert storm.unloads >= 5
+    assert [r["value"] for r in rows] == [b"first", *sent]
+
+
+def test_a_read_under_an_unload_storm_loses_and_repeats_nothing(
+    apache_pulsar, topic_name
+) -> None:
+    sent = _values(3000)
+    produce(apache_pulsar.service_url, topic_name, sent, batching_max_messages=5)
+    with PulsarClient(apache_pulsar.service_url) as client:
+        reader = PartitionReader(
+            client._lookup, parse_topic(topic_name), receiver_queue_size=20, batch_rows=20
+        )
+        got: list[bytes] = []
+        with _UnloadStorm(apache_pulsar.admin, topic_name, interval=0.1, duration=3) as storm:
+            for batch in reader:
+                got.extend(batch.column("value").to_pylist())
+                time.sleep(0.02)  # a slow consumer: the storm lands in the middle
+    assert storm.unloads >= 5 and reader.reconnects >= 3
+    assert got == sent
+
+
 # -- terminate -----------------------------------------------------------------------
 
 
