@@ -115,25 +115,21 @@ def resolve_topics(client: PulsarClient, options: PulsarOptions) -> list[str]:
 
 
 def _offset_for(
-    option: str, spec_items: dict, topic: str, partition: int, partitioned: bool,
-    used: set,
+    option: str, spec_items: tuple[dict, dict], topic: str, partition: int, partitioned: bool,
 ) -> str | None:
+    """The position ``startingOffsets``/``endingOffsets`` give one partition, if any."""
     by_topic, by_partition = spec_items
     position = by_partition.get((topic, partition))
-    if position is not None:
-        used.add(("p", topic, partition))
-    else:
+    if position is None:
         position = by_topic.get(topic)
-        if position is not None:
-            used.add(("t", topic))
-            if partitioned and _is_id(position):
-                named = MessageId.parse(position).partition
-                if named < 0:
-                    msg = (f"{topic} is partitioned: give its message ids per partition, as "
-                           f'{{"{topic}-partition-N": id}} or {{"{topic}": {{"N": id}}}}')
-                    raise PulsarOptionError(option, msg)
-                if named != partition:
-                    return None
+        if position is not None and partitioned and _is_id(position):
+            named = MessageId.parse(position).partition
+            if named < 0:
+                msg = (f"{topic} is partitioned: give its message ids per partition, as "
+                       f'{{"{topic}-partition-N": id}} or {{"{topic}": {{"N": id}}}}')
+                raise PulsarOptionError(option, msg)
+            if named != partition:
+                return None
     if position is not None and _is_id(position):
         mid = MessageId.parse(position)
         if mid.partition not in (-1, partition):
@@ -149,8 +145,6 @@ def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionR
     starting, ending = options.starting_offsets, options.ending_offsets
     start_items = (dict(starting.by_topic), dict(starting.by_partition))
     end_items = (dict(ending.by_topic), dict(ending.by_partition))
-    used_start: set = set()
-    used_end: set = set()
     known: set = set()
     ranges = []
     for topic in topics:
@@ -163,13 +157,13 @@ def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionR
             if options.starting_time is not None:
                 start = f"{_TIME}{options.starting_time}"
             else:
-                start = _offset_for("startingOffsets", start_items, topic, index, partitioned,
-                                    used_start) or starting.default
+                start = _offset_for("startingOffsets", start_items, topic, index,
+                                    partitioned) or starting.default
             if options.ending_time is not None:
                 end, inclusive = f"{_TIME}{options.ending_time}", False
             else:
-                end = _offset_for("endingOffsets", end_items, topic, index, partitioned,
-                                  used_end) or ending.default
+                end = _offset_for("endingOffsets", end_items, topic, index,
+                                  partitioned) or ending.default
                 inclusive = end == "latest"
             ranges.append(PartitionRange(name, start, end, inclusive))
     for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):

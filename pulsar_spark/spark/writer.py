@@ -146,6 +146,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         counts: dict[str, int] = {}
         name = self._producer_name()
         client = open_client(self.options)
+        failed = True
         try:
             for batch in iterator:
                 for topic, table in self._routed(batch):
@@ -158,9 +159,17 @@ class PulsarArrowWriter(DataSourceArrowWriter):
                     counts[topic] = counts.get(topic, 0) + table.num_rows
             for producer in producers.values():
                 producer.flush()  # type: ignore[attr-defined]  # every receipt, or raise
-            for producer in producers.values():
-                producer.close()  # type: ignore[attr-defined]
+            failed = False
         finally:
+            # close() flushes what is still in flight (bounded by sendTimeoutMs) and stops
+            # the producer's threads; after a failure its own error must not hide the first.
+            for producer in producers.values():
+                try:
+                    producer.close()  # type: ignore[attr-defined]
+                except Exception:  # noqa: PERF203 - close them all
+                    if not failed:
+                        raise
+                    log.debug("closing a producer after a failed write", exc_info=True)
             client.close()
         return PulsarCommitMessage(sum(counts.values()), counts)
 
