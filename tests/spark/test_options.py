@@ -179,3 +179,16 @@ def test_the_readme_documents_every_option() -> None:
         for alias in option.aliases:
             assert f"`{alias}`" in row, (option.name, alias)
         assert f"| {option.scope} | {option.default} |" in row, option.name
+
+
+def test_the_client_does_not_import_pyspark() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, pulsar_spark, pulsar_spark.client, pulsar_spark.spark.options; "
+            "assert 'pyspark' not in sys.modules, 'pyspark imported'; "
+            "from pulsar_spark import PulsarDataSource; assert 'pyspark' in sys.modules; "
+            "print(PulsarDataSource.name())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "pulsar"
