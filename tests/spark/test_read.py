@@ -297,7 +297,7 @@ def test_unreachable_broker_fails_within_the_timeout(read_pulsar) -> None:
         started = time.monotonic()
         df = read_pulsar(f"pulsar://127.0.0.1:{server.getsockname()[1]}", topic="t",
                          connectionTimeoutMs="1500", operationTimeoutMs="1500")
-        with pytest.raises(Exception, match=r"no CONNECTED .* within 1\.5 s"):
+        with pytest.raises(Exception, match=r"(?i)no CONNECTED|timed out|timeout"):
             df.count()
         assert time.monotonic() - started < 30
     finally:
