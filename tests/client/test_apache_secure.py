@@ -220,8 +220,9 @@ def test_expiring_tokens_are_refreshed_through_auth_challenge(
         rows = _rows(client, topic_name)
     assert [r["value"] for r in rows] == [f"m-{i}".encode() for i in range(16)]
     assert epochs == 0, "the producer had to be re-created: the connection was lost"
-    refreshed = [t - t0 for t in issued[1:]]
-    assert len(refreshed) >= 2, f"tokens issued at {refreshed}: no AUTH_CHALLENGE answered"
+    # Tokens asked for after the connections were made: the answers to AUTH_CHALLENGE.
+    refreshed = [round(t - t0, 1) for t in issued if t - t0 > 1.0]
+    assert len(refreshed) >= 2, f"tokens issued at {refreshed} s: no AUTH_CHALLENGE answered"
     # The broker's side of it: "Refreshed authentication credentials for role client".
     log = apache_pulsar_secure.log_text(log_mark)
     assert f"Refreshed authentication credentials for role {sec.client_role}" in log
