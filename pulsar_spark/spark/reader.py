@@ -10,9 +10,6 @@ Arrow record batches with the row schema.
 
 from __future__ import annotations
 
-import os
-import queue
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -65,59 +62,5 @@ class PulsarBatchReader(DataSourceReader):
     def _read(self, partition: PulsarInputPartition) -> Iterator[pa.RecordBatch]:
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
-            batches = read_range(client, partition.range, options, batch_rows=BATCH_ROWS)
-            if os.environ.get("PULSAR_SPARK_PREFETCH", "1") == "1":
-                batches = prefetched(batches)
-            yield from batches
+            yield from read_range(client, partition.range, options, batch_rows=BATCH_ROWS)
 
-
-_DONE = object()
-
-
-def prefetched(source: Iterator[pa.RecordBatch], depth: int = 2) -> Iterator[pa.RecordBatch]:
-    """``source`` run ahead in a thread, at most ``depth`` batches ahead, so that
-    decoding the next batch overlaps with Spark taking the current one.
-
-    Errors come out where they happened in the sequence; closing the returned
-    generator stops the thread and closes ``source``.
-    """
-    ready: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:  # noqa: PERF203 - wait while checking stop
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for batch in source:
-                if not put(batch):
-                    break
-            else:
-                put(_DONE)
-        except BaseException as exc:  # handed to the consumer
-            put(exc)
-        finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
-
-    thread = threading.Thread(target=run, name="pulsar-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = ready.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item  # type: ignore[misc]
-    finally:
-        stop.set()
-        # A thread still waiting on the broker ends when the caller closes the client.
-        thread.join(timeout=5)

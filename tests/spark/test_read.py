@@ -341,38 +341,6 @@ def test_split_across_ledgers_on_apache_pulsar(read_pulsar, apache_pulsar, topic
     assert split.count() == 80
 
 
-def test_read_ahead_keeps_order_passes_errors_and_stops_when_closed() -> None:
-    from pulsar_spark.spark.reader import prefetched
-
-    assert list(prefetched(iter(range(10)))) == list(range(10))
-
-    def failing():
-        yield 1
-        msg = "broker said no"
-        raise RuntimeError(msg)
-
-    got = []
-    with pytest.raises(RuntimeError, match="broker said no"):
-        got.extend(prefetched(failing()))
-    assert got == [1]
-
-    closed = threading.Event()
-
-    def endless():
-        try:
-            n = 0
-            while True:
-                n += 1
-                yield n
-        finally:
-            closed.set()
-
-    ahead = prefetched(endless())
-    assert [next(ahead) for _ in range(3)] == [1, 2, 3]
-    ahead.close()
-    assert closed.wait(5)
-
-
 def test_a_limit_stops_reading_early(read_pulsar, pulsar_lite, topic_name) -> None:
     url = pulsar_lite.service_url
     produce(url, topic_name, _messages(3000))
