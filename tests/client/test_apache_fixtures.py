@@ -125,6 +125,12 @@ def test_admin_calls_round_trip(apache_pulsar, topic_name) -> None:
     with pytest.raises(AdminError, match="HTTP 412"):
         admin.set_deduplication(part, True)
     admin.set_namespace_retention("public/default", minutes=0, size_mb=0)  # the default
+    namespace = f"public/{topic_path(topic_name).rsplit('/', 1)[1][-8:]}"
+    admin.create_namespace(namespace)
+    assert namespace in admin.namespaces("public")
+    admin.set_namespace_deduplication(namespace, True)
+    admin.set_namespace_retention(namespace, minutes=10, size_mb=1)
+    admin.unload_namespace(namespace)
     stats = admin.partitioned_stats(topic_name)
     assert stats["msgInCounter"] == 9
     assert sum(p["msgInCounter"] for p in stats["partitions"].values()) == 9
@@ -182,6 +188,17 @@ def test_restart_keeps_acknowledged_data_and_the_ports(fresh_apache_pulsar, topi
           f"(stop {broker.stop_seconds[-1]:.1f} s), RSS before restart {rss / 2**20:.0f} MiB, "
           f"after {broker.rss_bytes() / 2**20:.0f} MiB")
     assert restart < 120
+    # A crash (SIGKILL of the JVM's process group): acknowledged messages are in the
+    # bookie's journal (written, not fsynced: journalSyncData=false) and survive it.
+    more = [f"n-{i}".encode() for i in range(500)]
+    with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
+        for value in more:
+            producer.send(value)
+    broker.kill()
+    broker.start()
+    with PulsarClient(url) as client:
+        values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
+    assert values == sent + more
 
 
 def test_a_broker_that_cannot_start_fails_with_its_log(fresh_apache_pulsar) -> None:
