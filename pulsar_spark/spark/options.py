@@ -82,6 +82,11 @@ OPTIONS: tuple[Option, ...] = (
            "exists (retention, deletion); false: log and read from the next message"),
     Option("minPartitions", READ, "", "at least this many Spark tasks: large topic "
            "partitions are split by entry ranges (or publish-time ranges across ledgers)"),
+    Option("maxRecordsPerTrigger", READ, "", "streams: rows per micro-batch at most, shared "
+           "fairly by the partitions (Spark 4.2+)", ("maxOffsetsPerTrigger",)),
+    Option("subscriptionName", READ, "", "streams: a durable subscription moved to each "
+           "committed micro-batch's end (the broker's backlog shows the query's progress); "
+           "none by default"),
     Option("receiverQueueSize", READ, "1000", "messages in flight per reading task",
            ("pulsar.reader.receiverQueueSize", "pulsar.consumer.receiverQueueSize")),
     Option("pollTimeoutMs", READ, "120000", "how long a reading task may go without "
@@ -134,6 +139,8 @@ _AUTH_CLASSES = {
     "token": "token", "basic": "basic", "tls": "tls", "oauth2": "oauth2",
 }
 _CODECS = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
+#: Options Spark itself passes to a streaming sink, not ours to check.
+_SPARK_OWN = frozenset({"checkpointlocation"})
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,8 @@ class PulsarOptions:
     ending_time: int | None = None
     fail_on_data_loss: bool = True
     min_partitions: int | None = None
+    max_records_per_trigger: int | None = None
+    subscription_name: str | None = None
     receiver_queue_size: int = 1000
     poll_timeout: float = 120.0
     connect_timeout: float = 10.0
@@ -234,6 +243,8 @@ def _seconds(name: str, text: str, *, scale: float = 1000.0) -> float:
 
 
 _MS = re.compile(r"^-?\d+$")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_FRACTION = re.compile(r"(?<=:\d\d)\.(\d+)")
 
 
 def parse_time(name: str, text: str) -> int:
@@ -242,6 +253,8 @@ def parse_time(name: str, text: str) -> int:
     if _MS.match(value):
         return int(value)
     iso = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    # Python 3.10's fromisoformat takes only 3 or 6 digits of fraction.
+    iso = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], iso)
     try:
         moment = dt.datetime.fromisoformat(iso)
     except ValueError:
@@ -249,7 +262,7 @@ def parse_time(name: str, text: str) -> int:
         raise PulsarOptionError(name, msg) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int(moment.timestamp() * 1000)
+    return (moment - _EPOCH) // dt.timedelta(milliseconds=1)  # exact, unlike timestamp()
 
 
 def _position(name: str, value: object, *, ending: bool) -> str:
@@ -393,6 +406,8 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
     values: dict[str, str] = {}
     spelled: dict[str, str] = {}
     for key, value in raw.items():
+        if str(key).lower() in _SPARK_OWN:
+            continue
         option = _BY_NAME.get(str(key).lower())
         if option is None:
             raise _unknown(str(key))
@@ -460,6 +475,8 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
     simple: list[tuple[str, str, object]] = [
         ("failOnDataLoss", "fail_on_data_loss", _bool),
         ("minPartitions", "min_partitions", lambda n, t: _int(n, t, minimum=1)),
+        ("maxRecordsPerTrigger", "max_records_per_trigger",
+         lambda n, t: _int(n, t, minimum=1)),
         ("receiverQueueSize", "receiver_queue_size", lambda n, t: _int(n, t, minimum=1)),
         ("pollTimeoutMs", "poll_timeout", _seconds),
         (_C + "connectionTimeoutMs", "connect_timeout", _seconds),
@@ -490,6 +507,13 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
         if not trust.strip():
             raise PulsarOptionError(_C + "tlsTrustCertsFilePath", "is empty")
         kwargs["tls_trust_certs_file"] = trust.strip()
+    subscription = get("subscriptionName")
+    if subscription is not None:
+        if not subscription.strip() or subscription.strip().startswith("reader-"):
+            msg = ("is empty or starts with 'reader-', the prefix of the connector's "
+                   "non-durable readers")
+            raise PulsarOptionError(option="subscriptionName", message=msg)
+        kwargs["subscription_name"] = subscription.strip()
     prefix = get("producerNamePrefix")
     if prefix is not None:
         if not prefix.strip():
