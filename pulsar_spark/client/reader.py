@@ -119,6 +119,15 @@ def _is_no_messages(exc: ServerError) -> bool:
     return "has no messages" in exc.broker_message
 
 
+def _beyond(end: MessageId, last: MessageId) -> bool:
+    """Whether ``end`` lies after the topic's ``last`` message. A last id without
+    a batch index (pulsar-lite's) stands for its whole entry."""
+    end_key, last_key = (end.ledger, end.entry), (last.ledger, last.entry)
+    if end_key != last_key or last.batch_index < 0:
+        return end_key > last_key
+    return end.batch_index > last.batch_index
+
+
 def get_last_message_id(conn: Connection, consumer_id: int, topic: TopicName) -> MessageId | None:
     """The id of the last message of the topic a consumer is on; None when it is empty."""
     request = pb.CommandGetLastMessageId(consumer_id=consumer_id, request_id=conn.new_id("request"))
@@ -329,7 +338,7 @@ class PartitionReader:
         last = get_last_message_id(self._conn, self._consumer_id, self.topic)
         if last is None:
             return None
-        if self._end.is_latest or self._end > last:
+        if self._end.is_latest or _beyond(self._end, last):
             end, self._end_inclusive = last, True
         else:
             end = self._end
