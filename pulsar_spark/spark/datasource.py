@@ -20,6 +20,8 @@ see :mod:`pulsar_spark.spark.options`.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .compat import MINIMUM_SPARK, require_spark
 
 require_spark("pulsar_spark.PulsarDataSource (the Python Data Source API)", MINIMUM_SPARK)
@@ -28,11 +30,19 @@ from pyspark.sql.datasource import DataSource  # noqa: E402
 from pyspark.sql.types import StructType  # noqa: E402
 
 from ..protocol.arrow import ROW_SCHEMA  # noqa: E402
-from .options import PulsarOptions, parse_options  # noqa: E402
+from .options import (  # noqa: E402
+    OffsetSpec,
+    PulsarOptionError,
+    PulsarOptions,
+    parse_options,
+)
 from .reader import PulsarBatchReader  # noqa: E402
 from .writer import PulsarArrowWriter, PulsarWriteError, check_columns  # noqa: E402
 
 __all__ = ["SPARK_SCHEMA", "PulsarDataSource"]
+
+#: Options that only make sense for spark.readStream.
+_STREAM_ONLY = ("maxRecordsPerTrigger", "subscriptionName")
 
 
 def _spark_schema() -> StructType:
@@ -59,19 +69,23 @@ class PulsarDataSource(DataSource):
     def schema(self) -> StructType:
         return SPARK_SCHEMA
 
-    def reader(self, schema: StructType) -> PulsarBatchReader:
+    def _check_read(self, schema: StructType) -> None:
         if schema != SPARK_SCHEMA:
-            msg = ("the pulsar source has a fixed schema (key, value, topic, partition, "
-                   "messageId, publishTime, eventTime, properties, producerName, sequenceId); "
-                   "do not pass .schema(...), select or cast columns after load()")
+            msg = ("the pulsar source has a fixed schema (" + ", ".join(SPARK_SCHEMA.names) +
+                   "); do not pass .schema(...), select or cast columns after load()")
             raise ValueError(msg)
         self.parsed.check_scope("read")
         if (self.parsed.topic, self.parsed.topics, self.parsed.topics_pattern) == (
                 None, None, None):
-            from .options import PulsarOptionError
-
             msg = "reads need one of topic, topics or topicsPattern"
             raise PulsarOptionError(option="topic", message=msg)
+
+    def reader(self, schema: StructType) -> PulsarBatchReader:
+        self._check_read(schema)
+        for name in _STREAM_ONLY:
+            if name in self.parsed.given:
+                raise PulsarOptionError(name, "applies to streaming reads only "
+                                              "(spark.readStream)")
         return PulsarBatchReader(self.parsed)
 
     def writer(self, schema: StructType, overwrite: bool) -> PulsarArrowWriter:
@@ -84,9 +98,22 @@ class PulsarDataSource(DataSource):
         return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()))
 
     def streamReader(self, schema: StructType):
-        msg = "streaming reads from Pulsar are not implemented yet; use spark.read (batch)"
-        raise NotImplementedError(msg)
+        from .stream_reader import PulsarStreamReader, check_stream_options
+
+        self._check_read(schema)
+        check_stream_options(self.parsed)
+        options = self.parsed
+        if "startingOffsets" not in options.given and options.starting_time is None:
+            # Streams start at the end by default, as Kafka's source does.
+            options = dataclasses.replace(options, starting_offsets=OffsetSpec("latest"))
+        return PulsarStreamReader(options)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
-        msg = "streaming writes to Pulsar are not implemented yet; use df.write (batch)"
-        raise NotImplementedError(msg)
+        from .stream_writer import PulsarStreamWriter
+
+        if overwrite:
+            msg = "the pulsar sink only appends: use outputMode(\"append\")"
+            raise PulsarWriteError(msg)
+        self.parsed.check_scope("write")
+        check_columns(schema, self.parsed)
+        return PulsarStreamWriter(self.parsed, tuple(schema.fieldNames()))

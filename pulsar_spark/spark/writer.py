@@ -141,6 +141,10 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         for topic in pc.unique(topics).to_pylist():
             yield topic, table.filter(pc.equal(topics, topic))
 
+    def _send(self, producer: object, table: pa.Table) -> int:
+        """Hand ``table`` to ``producer`` (the stream writer adds sequence ids)."""
+        return producer.send_batch(table)  # type: ignore[attr-defined]
+
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
         producers: dict[str, object] = {}
         counts: dict[str, int] = {}
@@ -155,7 +159,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
                         suffix = f"-{len(producers)}" if name and producers else ""
                         producer = self._open(client, topic, name and name + suffix)
                         producers[topic] = producer
-                    producer.send_batch(table)  # type: ignore[attr-defined]
+                    self._send(producer, table)
                     counts[topic] = counts.get(topic, 0) + table.num_rows
             for producer in producers.values():
                 producer.flush()  # type: ignore[attr-defined]  # every receipt, or raise

@@ -1,0 +1,233 @@
+"""spark.readStream / writeStream with format "pulsar": checkpoints, admission control,
+new partitions, data loss, and the deduplicated sink."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from brokers import produce, read_all
+
+from pulsar_spark.client import PulsarClient
+
+
+def _stream(spark, url: str, **options: str):
+    reader = spark.readStream.format("pulsar").option("service.url", url)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def _run_available_now(df, checkpoint: Path, *, sink: Path | None = None, batches=None):
+    """Run ``df`` with Trigger.AvailableNow into parquet at ``sink`` (or collect each
+    micro-batch's rows into ``batches``) from ``checkpoint``; wait until it ends."""
+    writer = df.writeStream.option("checkpointLocation", str(checkpoint)).trigger(
+        availableNow=True)
+    if batches is not None:
+        def collect(frame, batch_id: int) -> None:
+            batches.append((batch_id, [r.asDict() for r in frame.collect()]))
+
+        query = writer.foreachBatch(collect).start()
+    else:
+        assert sink is not None
+        query = writer.format("parquet").option("path", str(sink)).start()
+    query.awaitTermination(180)
+    assert not query.isActive, "the query did not finish in time"
+    if query.exception() is not None:
+        raise query.exception()
+    return query
+
+
+def _values(spark, sink: Path) -> list[bytes]:
+    return [bytes(r.value) for r in spark.read.parquet(str(sink)).select("value").collect()]
+
+
+def test_restart_from_the_checkpoint_reads_each_message_once(
+    spark, pulsar_lite, topic_name, tmp_path
+) -> None:
+    url = pulsar_lite.service_url
+    produce(url, topic_name, [b"a%d" % i for i in range(40)], batching_max_messages=7)
+    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest")
+    checkpoint, sink = tmp_path / "checkpoint", tmp_path / "out"
+    _run_available_now(df, checkpoint, sink=sink)
+    assert sorted(_values(spark, sink)) == sorted(b"a%d" % i for i in range(40))
+    produce(url, topic_name, [b"b%d" % i for i in range(25)], batching_max_messages=7)
+    _run_available_now(df, checkpoint, sink=sink)
+    got = spark.read.parquet(str(sink))
+    assert got.count() == 65
+    assert got.select("messageId").distinct().count() == 65
+    assert sorted(_values(spark, sink)) == sorted(
+        [b"a%d" % i for i in range(40)] + [b"b%d" % i for i in range(25)])
+
+
+def test_a_stream_starts_at_latest_by_default(spark, pulsar_lite, topic_name, tmp_path) -> None:
+    url = pulsar_lite.service_url
+    produce(url, topic_name, [b"old"] * 5)
+    df = _stream(spark, url, topic=topic_name)
+    batches: list = []
+    _run_available_now(df, tmp_path / "c", batches=batches)
+    assert [row for _, rows in batches for row in rows] == []
+    produce(url, topic_name, [b"new"] * 3)
+    _run_available_now(df, tmp_path / "c", batches=batches)
+    assert [row["value"] for _, rows in batches for row in rows] == [b"new"] * 3
+
+
+def test_max_records_per_trigger_bounds_every_micro_batch(
+    spark, pulsar_lite_partitioned, topic_name, tmp_path
+) -> None:
+    url = pulsar_lite_partitioned.service_url
+    sent = [b"m%03d" % i for i in range(230)]
+    produce(url, topic_name, sent, batching_max_messages=10)
+    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest",
+                 maxRecordsPerTrigger="50")
+    batches: list = []
+    _run_available_now(df, tmp_path / "c", batches=batches)
+    sizes = [len(rows) for _, rows in batches if rows]
+    assert all(size <= 50 for size in sizes), sizes
+    assert sum(sizes) == 230
+    assert len(sizes) >= 5
+    got = [row["value"] for _, rows in batches for row in rows]
+    assert sorted(got) == sent  # every message once
+    ids = [row["messageId"] for _, rows in batches for row in rows]
+    assert len(set(ids)) == len(ids)
+
+
+def test_new_partitions_join_the_stream(spark, apache_pulsar, topic_name, tmp_path) -> None:
+    admin = apache_pulsar.admin
+    admin.create_partitioned_topic(topic_name, 2)
+    url = apache_pulsar.service_url
+    produce(url, topic_name, [b"x%d" % i for i in range(20)])
+    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest")
+    checkpoint, sink = tmp_path / "checkpoint", tmp_path / "out"
+    _run_available_now(df, checkpoint, sink=sink)
+    admin.update_partitions(topic_name, 4)
+    produce(url, topic_name, [b"y%d" % i for i in range(40)], batching_max_messages=3)
+    _run_available_now(df, checkpoint, sink=sink)
+    rows = spark.read.parquet(str(sink)).select("value", "partition").collect()
+    assert sorted(bytes(r.value) for r in rows) == sorted(
+        [b"x%d" % i for i in range(20)] + [b"y%d" % i for i in range(40)])
+    assert {r.partition for r in rows} == {0, 1, 2, 3}
+
+
+def _truncated_after_a_first_run(spark, apache_pulsar, topic_name: str, tmp_path: Path):
+    """A stream read m0..m9; then m10..m19 were written and truncated away, and m20..m29
+    written after: (dataframe factory, checkpoint)."""
+    admin = apache_pulsar.admin
+    url = apache_pulsar.service_url
+    produce(url, topic_name, [b"m%d" % i for i in range(10)], batching=False)
+    checkpoint = tmp_path / "checkpoint"
+
+    def df(**options: str):
+        return _stream(spark, url, topic=topic_name, startingOffsets="earliest", **options)
+
+    _run_available_now(df(), checkpoint, batches=[])
+    produce(url, topic_name, [b"m%d" % i for i in range(10, 20)], batching=False)
+    admin.unload(topic_name)  # the next write opens a new ledger
+    produce(url, topic_name, [b"m%d" % i for i in range(20, 30)], batching=False)
+    admin.request("DELETE", f"{topic_name.replace('://', '/')}/truncate")
+    return df, checkpoint
+
+
+def test_truncated_messages_fail_the_stream(spark, apache_pulsar, topic_name, tmp_path) -> None:
+    df, checkpoint = _truncated_after_a_first_run(spark, apache_pulsar, topic_name, tmp_path)
+    with pytest.raises(Exception, match=r"no longer available.*failOnDataLoss=false"):
+        _run_available_now(df(), checkpoint, batches=[])
+
+
+def test_truncated_messages_are_skipped_without_fail_on_data_loss(
+    spark, apache_pulsar, topic_name, tmp_path
+) -> None:
+    df, checkpoint = _truncated_after_a_first_run(spark, apache_pulsar, topic_name, tmp_path)
+    batches: list = []
+    _run_available_now(df(failOnDataLoss="false"), checkpoint, batches=batches)
+    got = [row["value"] for _, rows in batches for row in rows]
+    assert got == [b"m%d" % i for i in range(20, 30)]
+
+
+def test_subscription_name_shows_progress_and_nothing_else_stays(
+    spark, apache_pulsar, topic_name, tmp_path
+) -> None:
+    url = apache_pulsar.service_url
+    produce(url, topic_name, [b"p%d" % i for i in range(30)], batching=False)
+    _run_available_now(_stream(spark, url, topic=topic_name, startingOffsets="earliest"),
+                       tmp_path / "c1", batches=[])
+    assert apache_pulsar.admin.stats(topic_name)["subscriptions"] == {}  # nothing durable
+    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest",
+                 subscriptionName="spark-progress", maxRecordsPerTrigger="12")
+    _run_available_now(df, tmp_path / "c2", batches=[])
+    subscription = apache_pulsar.admin.stats(topic_name)["subscriptions"]["spark-progress"]
+    # Spark commits a micro-batch to its source when it plans the next one: the last of
+    # an AvailableNow run (30 = 12 + 12 + 6) waits for the next run.
+    assert subscription["msgBacklog"] == 6
+    assert subscription["consumers"] == []
+
+
+def _forget_last_commit(checkpoint: Path) -> None:
+    """Delete the last micro-batch's commit, as a driver that died after writing its
+    rows and before committing leaves the checkpoint: a restart runs it again."""
+    commits = checkpoint / "commits"
+    last = max((p for p in commits.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    last.unlink()
+    (commits / f".{last.name}.crc").unlink(missing_ok=True)
+
+
+def test_pulsar_to_pulsar_is_effectively_once_with_deduplication(
+    spark, apache_pulsar_dedup, topic_name, tmp_path
+) -> None:
+    """A micro-batch replayed from the checkpoint (its commit lost, as when the driver
+    dies after writing) sends its rows again: the broker drops them."""
+    url = apache_pulsar_dedup.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    produce(url, source, [b"r%d" % i for i in range(60)], batching_max_messages=9)
+    checkpoint = tmp_path / "checkpoint"
+
+    def run() -> None:
+        df = _stream(spark, url, topic=source, startingOffsets="earliest",
+                     maxRecordsPerTrigger="25").select("key", "value")
+        query = (df.writeStream.format("pulsar").option("service.url", url)
+                 .option("topic", target).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(180)
+        assert query.exception() is None, query.exception()
+
+    run()
+    _forget_last_commit(checkpoint)  # the restart re-runs that micro-batch
+    run()
+    got = read_all(url, target, at_least=60)
+    assert sorted(m["value"] for m in got) == sorted(b"r%d" % i for i in range(60))
+    assert len(got) == 60  # no duplicates
+
+
+def test_without_deduplication_a_replay_duplicates(
+    spark, apache_pulsar, topic_name, tmp_path
+) -> None:
+    """The same replay on a namespace without deduplication: at-least-once, measured."""
+    url = apache_pulsar.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    produce(url, source, [b"r%d" % i for i in range(60)], batching_max_messages=9)
+    checkpoint = tmp_path / "checkpoint"
+
+    def run() -> None:
+        df = _stream(spark, url, topic=source, startingOffsets="earliest",
+                     maxRecordsPerTrigger="25").select("value")
+        query = (df.writeStream.format("pulsar").option("service.url", url)
+                 .option("topic", target).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(180)
+        assert query.exception() is None, query.exception()
+
+    run()
+    _forget_last_commit(checkpoint)
+    run()
+    with PulsarClient(url) as client:
+        values = [v for b in client.read_batches(target) for v in b.column("value").to_pylist()]
+    assert set(values) == {b"r%d" % i for i in range(60)}
+    duplicates = len(values) - 60
+    print(f"duplicates without deduplication after one replayed micro-batch: {duplicates}")
+    assert duplicates == 10  # the last micro-batch: 60 = 25 + 25 + 10
+
+
+def test_end_options_are_refused_for_streams(spark, pulsar_lite, topic_name) -> None:
+    df = _stream(spark, pulsar_lite.service_url, topic=topic_name, endingOffsets="latest")
+    with pytest.raises(Exception, match="endingOffsets"):
+        df.writeStream.format("console").start().awaitTermination(30)
