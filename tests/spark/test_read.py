@@ -339,6 +339,8 @@ def test_split_across_ledgers_on_apache_pulsar(read_pulsar, apache_pulsar, topic
     assert split.rdd.getNumPartitions() > 1
     assertDataFrameEqual(split, whole)
     assert split.count() == 80
+    # Every read used non-durable subscriptions: none is left on the topic.
+    assert apache_pulsar.admin.stats(topic_name)["subscriptions"] == {}
 
 
 def test_a_limit_stops_reading_early(read_pulsar, pulsar_lite, topic_name) -> None:
