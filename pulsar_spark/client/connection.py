@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import select
 import socket
 import ssl
 import threading
@@ -208,7 +209,15 @@ class Connection:
         except BaseException:
             sock.close()
             raise
-        sock.settimeout(min(self._keepalive, 1.0))
+        if self._tls is not None:
+            # One SSL object must never be used by two threads at once (OpenSSL's rule):
+            # a write racing the reader thread's read made that read report EOF, and the
+            # connection was dropped for nothing (seen after AUTH_CHALLENGE answers). So
+            # TLS reads and writes both go through _send_lock, on a non-blocking socket,
+            # and the waits for readiness happen outside the lock (_recv, _send).
+            sock.setblocking(False)
+        else:
+            sock.settimeout(min(self._keepalive, 1.0))
         self._reader = threading.Thread(
             target=self._read_loop, name=f"pulsar-reader-{self.address}", daemon=True
         )
@@ -322,11 +331,49 @@ class Connection:
         assert self._sock is not None
         try:
             with self._send_lock:
-                self._sock.sendall(data)
+                if self._tls is None or self._reader is None:
+                    self._sock.sendall(data)  # plain TCP, or TLS before the reader started
+                else:
+                    self._tls_sendall(self._sock, data)
         except OSError as exc:
             error = ConnectionClosed(f"write to {self.address} failed: {exc}")
             self._shutdown(error)
             raise error from exc
+
+    def _tls_sendall(self, sock: socket.socket, data: bytes) -> None:
+        """All of ``data`` on the non-blocking TLS socket (``_send_lock`` held)."""
+        view = memoryview(data)
+        deadline = time.monotonic() + self.operation_timeout
+        while view:
+            try:
+                view = view[sock.send(view):]
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):  # noqa: PERF203 - retry loop
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    msg = f"could not write to {self.address} for {self.operation_timeout:g} s"
+                    raise TimeoutError(msg) from None
+                _wait_ready(sock, write=True, timeout=min(left, 1.0))
+
+    def _recv(self, sock: socket.socket) -> bytes | None:
+        """The next bytes from the broker; None when none came within the tick."""
+        if self._tls is None:
+            try:
+                return sock.recv(_RECV_SIZE)
+            except TimeoutError:
+                return None
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            if not sock.pending() and not _wait_ready(
+                sock, write=False, timeout=min(self._keepalive, 1.0)
+            ):
+                return None
+        except ValueError as exc:  # closed by another thread meanwhile (fd -1)
+            raise OSError(str(exc)) from exc
+        with self._send_lock:
+            try:
+                return sock.recv(_RECV_SIZE)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return None  # a partial record, or one without application data
 
     def request(self, command: pb.BaseCommand, *, timeout: float | None = None) -> Frame:
         """Send a command that carries a ``request_id`` and wait for its answer.
@@ -379,9 +426,8 @@ class Connection:
             # Frames that came in with CONNECTED are already buffered.
             self._dispatch_buffered()
             while not self._closed.is_set():
-                try:
-                    data = sock.recv(_RECV_SIZE)
-                except TimeoutError:
+                data = self._recv(sock)
+                if data is None:
                     self._keepalive_tick()
                     continue
                 if not data:
@@ -496,6 +542,18 @@ class Connection:
             waiter.done.set()
         for handler in handlers:
             _notify(handler.connection_closed, error)
+
+
+def _wait_ready(sock: socket.socket, *, write: bool, timeout: float) -> bool:
+    """Whether ``sock`` became readable (or writable) within ``timeout`` seconds
+    (poll where there is one: select cannot watch descriptors above 1023)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT if write else select.POLLIN)
+        return bool(poller.poll(timeout * 1000))
+    readable, writable, _ = select.select([] if write else [sock], [sock] if write else [], [],
+                                          timeout)
+    return bool(readable or writable)
 
 
 def _notify(callback: Callable[[PulsarError], None], error: PulsarError) -> None:
