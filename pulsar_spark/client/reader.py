@@ -165,6 +165,9 @@ class PartitionReader:
         operation_timeout: how long a reconnect or a stall may last.
     """
 
+    #: Seconds without a message, while the broker has more, before re-subscribing.
+    STALL = 10.0
+
     def __init__(
         self,
         lookup: LookupService,
@@ -209,6 +212,8 @@ class PartitionReader:
         self.end_of_topic = False
         self._backoff = Backoff()
         self._progress_at = time.monotonic()
+        self._idle_since = time.monotonic()
+        self._stall_reconnect_at = 0.0
 
     # -- subscription ----------------------------------------------------------------
 
@@ -381,7 +386,7 @@ class PartitionReader:
         if end is None:
             return
         builder = ArrowBatchBuilder(str(self.topic), self.partition)
-        idle_since = time.monotonic()
+        self._idle_since = time.monotonic()
         while True:
             try:
                 frame = self._inbox.get(self._idle)
@@ -391,10 +396,10 @@ class PartitionReader:
                 self._reconnect(str(exc))
                 continue
             if frame is None:
-                if self._passed_end(end, idle_since):
+                if self._passed_end(end):
                     break
                 continue
-            idle_since = time.monotonic()
+            self._idle_since = time.monotonic()
             kind = frame.command.type
             if kind == T.MESSAGE:
                 if self._on_message(frame, builder, end):
@@ -473,8 +478,14 @@ class PartitionReader:
             with contextlib.suppress(ConnectionClosed):  # a reconnect grants a full queue
                 self._flow(permits)
 
-    def _passed_end(self, end: MessageId, idle_since: float) -> bool:
-        """After a quiet spell: is there nothing more to come before ``end``?"""
+    def _passed_end(self, end: MessageId) -> bool:
+        """After a quiet spell: is there nothing more to come before ``end``?
+
+        When the broker has more but sends nothing for :attr:`STALL` seconds, the
+        consumer is re-created: a subscription that raced with a topic unload can
+        stay attached to the closed topic, answering requests but never
+        dispatching (seen on Apache Pulsar 4.0 under repeated unloads).
+        """
         assert self._conn is not None
         try:
             last = get_last_message_id(self._conn, self._consumer_id, self.topic)
@@ -486,12 +497,17 @@ class PartitionReader:
         seen = self._processed or (-1, -1)
         if last is None or (last.ledger, last.entry) <= seen:
             return True  # the end (say, a marker) will never be dispatched
-        if time.monotonic() - idle_since > self._timeout:
+        quiet = time.monotonic() - self._idle_since
+        if quiet > self._timeout:
             msg = (
                 f"reader on {self.topic} received nothing for {self._timeout:g} s while "
                 f"waiting for messages up to {end} (last processed {seen})"
             )
             raise OperationTimeout(msg)
+        if quiet > self.STALL and time.monotonic() - self._stall_reconnect_at > self.STALL:
+            self._stall_reconnect_at = time.monotonic()
+            self._reconnect(f"nothing dispatched for {quiet:.0f} s although the broker has "
+                            f"messages up to {last}")
         return False
 
 

@@ -349,3 +349,32 @@ def test_listing_topics_with_and_without_a_pattern(apache_pulsar, topic_name) ->
         ]
         assert client.list_topics("public/default", pattern=f"{short}-par.*") == [parted]
         assert client.list_topics("public/default", pattern="nothing-matches-this") == []
+
+
+def test_a_consumer_the_broker_never_serves_is_re_created(
+    broker, fault_proxy, topic_name, monkeypatch
+) -> None:
+    """A subscription that raced with an unload can stay on the closed topic: requests
+    answered, no message ever dispatched. The reader re-subscribes after STALL seconds."""
+    from pulsar_spark.client.reader import PartitionReader
+
+    sent = _messages(50)
+    produce(broker.service_url, topic_name, sent)
+    starved: set[int] = set()
+
+    def starve_the_first_consumer(frame, raw: bytes) -> bytes:
+        if frame.command.type != T.MESSAGE:
+            return raw
+        consumer = frame.command.message.consumer_id
+        if not starved:
+            starved.add(consumer)
+        return b"" if consumer in starved else raw
+
+    proxy = fault_proxy(broker.service_url, frame_hook=starve_the_first_consumer)
+    monkeypatch.setattr(PartitionReader, "STALL", 1.0)
+    started = time.monotonic()
+    with PulsarClient(proxy.service_url) as client:
+        rows = _rows(client, topic_name)
+    assert [r["value"] for r in rows] == [m["value"] for m in sent]
+    assert starved  # the first consumer got nothing
+    assert time.monotonic() - started < 15
