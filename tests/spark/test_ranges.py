@@ -1,0 +1,94 @@
+"""Planning partition ranges from options, without a broker (a stand-in client)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pulsar_spark.protocol import MessageId
+from pulsar_spark.spark.options import PulsarOptionError, parse_options
+from pulsar_spark.spark.ranges import (
+    PartitionRange,
+    _entry_boundaries,
+    _Probe,
+    _shares,
+    plan_ranges,
+    resolve_topics,
+)
+
+NS = "persistent://public/default/"
+
+
+class StandIn:
+    """What planning asks of a client: partitions and the namespace listing."""
+
+    def __init__(self, partitions: dict[str, int], listing: list[str] | None = None) -> None:
+        self.partitions = {NS + k: v for k, v in partitions.items()}
+        self.listing = listing
+
+    def get_partitions(self, topic: str) -> list[str]:
+        n = self.partitions.get(topic, 0)
+        return [topic] if n == 0 else [f"{topic}-partition-{i}" for i in range(n)]
+
+    def list_topics(self, namespace: str) -> list[str]:
+        if self.listing is None:
+            msg = "no answer to GET_TOPICS_OF_NAMESPACE"
+            raise TimeoutError(msg)
+        return self.listing
+
+
+def _plan(client: StandIn, **options: str) -> list[PartitionRange]:
+    return plan_ranges(client, parse_options({"service.url": "pulsar://h:6650", **options}))
+
+
+def test_offsets_per_topic_and_partition() -> None:
+    client = StandIn({"p": 3, "q": 0})
+    ranges = _plan(client, topics="p,q",
+                   startingOffsets='{"p": "5:6:1:2", "p-partition-2": -1, "q": "7:8"}',
+                   endingOffsets='{"q": "9:9:-1:4"}')
+    assert ranges == [
+        PartitionRange(NS + "p-partition-0", "earliest", "latest", True),
+        PartitionRange(NS + "p-partition-1", "5:6:1:2", "latest", True),  # the id's partition
+        PartitionRange(NS + "p-partition-2", "latest", "latest", True),
+        PartitionRange(NS + "q", "7:8:-1:-1", "9:9:-1:4", False),  # ends are exclusive
+    ]
+
+
+def test_times_become_positions() -> None:
+    ranges = _plan(StandIn({"t": 2}), topic="t", startingTime="1000",
+                   endingTime="1970-01-01T00:00:02Z")
+    assert {(r.start, r.end, r.end_inclusive) for r in ranges} == {("time:1000", "time:2000",
+                                                                    False)}
+
+
+def test_offsets_errors_name_the_option() -> None:
+    client = StandIn({"p": 2})
+    with pytest.raises(PulsarOptionError, match=r"'startingOffsets'.*per partition"):
+        _plan(client, topic="p", startingOffsets='{"p": "5:6"}')
+    with pytest.raises(PulsarOptionError, match=r"'endingOffsets'.*does not include"):
+        _plan(client, topic="p", endingOffsets='{"other": -1}')
+    with pytest.raises(PulsarOptionError, match=r"'startingOffsets'.*partition 7 of"):
+        _plan(client, topic="p", startingOffsets='{"p": {"7": -2}}')
+    with pytest.raises(PulsarOptionError, match="names partition 0, not 1"):
+        _plan(client, topic="p", startingOffsets='{"p-partition-1": "5:6:0:-1"}')
+
+
+def test_topics_pattern_matches_base_names() -> None:
+    listing = [NS + "orders-partition-0", NS + "orders-partition-1", NS + "orders-eu",
+               NS + "refunds"]
+    client = StandIn({}, listing)
+    options = parse_options({"service.url": "pulsar://h:6650", "topicsPattern": "orders.*"})
+    assert resolve_topics(client, options) == [NS + "orders", NS + "orders-eu"]
+    with pytest.raises(PulsarOptionError, match=r"'topicsPattern'.*GetTopicsOfNamespace"):
+        resolve_topics(StandIn({}), options)
+
+
+def test_shares_and_entry_cuts() -> None:
+    assert _shares([100, 100], 4) == [2, 2]
+    assert _shares([300, 100], 4) == [3, 1]
+    assert sum(_shares([5, 1, 1], 10)) == 10
+    assert min(_shares([1000, 1, 1], 5)) == 1
+    probe = _Probe(MessageId(3, 10, 0, 4), 0, MessageId(3, 19, 0, -1), True)
+    cuts = _entry_boundaries(probe, 5)
+    assert cuts == [MessageId(3, e, 0, -1) for e in (12, 14, 16, 18)]
+    few = _Probe(MessageId(3, 10, 0, -1), 0, MessageId(3, 11, 0, -1), True)
+    assert _entry_boundaries(few, 8) == [MessageId(3, 11, 0, -1)]  # no empty pieces
