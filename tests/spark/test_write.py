@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from brokers import read_all
@@ -52,7 +53,7 @@ def test_round_trip(spark, read_pulsar, broker, topic_name) -> None:
     assertDataFrameEqual(back.select("key", "value", "properties", "eventTime"), expected)
     names = {r.producerName for r in back.select("producerName").distinct().collect()}
     assert len(names) == 3
-    assert all(n.startswith("rt-") for n in names)
+    assert all(re.fullmatch(r"rt-\d+-[012]-0", n) for n in names), names  # stage-task-attempt
     # The official client reads the same messages.
     official = read_all(url, topic_name)
     assert sorted(m["value"] for m in official) == sorted(r[1] or b"" for r in _rows(500))
