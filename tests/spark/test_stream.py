@@ -162,6 +162,18 @@ def test_subscription_name_shows_progress_and_nothing_else_stays(
     assert subscription["consumers"] == []
 
 
+def _copy(spark, url: str, source: str, target: str, checkpoint: Path) -> None:
+    """Stream ``source`` into ``target`` (key and value), 25 rows a micro-batch, until
+    caught up (Trigger.AvailableNow)."""
+    df = _stream(spark, url, topic=source, startingOffsets="earliest",
+                 maxRecordsPerTrigger="25").select("key", "value")
+    query = (df.writeStream.format("pulsar").option("service.url", url)
+             .option("topic", target).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(180)
+    assert query.exception() is None, query.exception()
+
+
 def _forget_last_commit(checkpoint: Path) -> None:
     """Delete the last micro-batch's commit, as a driver that died after writing its
     rows and before committing leaves the checkpoint: a restart runs it again."""
@@ -180,19 +192,9 @@ def test_pulsar_to_pulsar_is_effectively_once_with_deduplication(
     source, target = f"{topic_name}-in", f"{topic_name}-out"
     produce(url, source, [b"r%d" % i for i in range(60)], batching_max_messages=9)
     checkpoint = tmp_path / "checkpoint"
-
-    def run() -> None:
-        df = _stream(spark, url, topic=source, startingOffsets="earliest",
-                     maxRecordsPerTrigger="25").select("key", "value")
-        query = (df.writeStream.format("pulsar").option("service.url", url)
-                 .option("topic", target).option("checkpointLocation", str(checkpoint))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(180)
-        assert query.exception() is None, query.exception()
-
-    run()
+    _copy(spark, url, source, target, checkpoint)
     _forget_last_commit(checkpoint)  # the restart re-runs that micro-batch
-    run()
+    _copy(spark, url, source, target, checkpoint)
     got = read_all(url, target, at_least=60)
     assert sorted(m["value"] for m in got) == sorted(b"r%d" % i for i in range(60))
     assert len(got) == 60  # no duplicates
@@ -206,19 +208,9 @@ def test_without_deduplication_a_replay_duplicates(
     source, target = f"{topic_name}-in", f"{topic_name}-out"
     produce(url, source, [b"r%d" % i for i in range(60)], batching_max_messages=9)
     checkpoint = tmp_path / "checkpoint"
-
-    def run() -> None:
-        df = _stream(spark, url, topic=source, startingOffsets="earliest",
-                     maxRecordsPerTrigger="25").select("value")
-        query = (df.writeStream.format("pulsar").option("service.url", url)
-                 .option("topic", target).option("checkpointLocation", str(checkpoint))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(180)
-        assert query.exception() is None, query.exception()
-
-    run()
+    _copy(spark, url, source, target, checkpoint)
     _forget_last_commit(checkpoint)
-    run()
+    _copy(spark, url, source, target, checkpoint)
     with PulsarClient(url) as client:
         values = [v for b in client.read_batches(target) for v in b.column("value").to_pylist()]
     assert set(values) == {b"r%d" % i for i in range(60)}
