@@ -1110,6 +1110,23 @@ def _as_message(item: Mapping[str, Any] | bytes | str) -> dict[str, Any]:
     return {"value": item}
 
 
+def mixed_messages(n: int, *, start: int = 0) -> list[dict[str, Any]]:
+    """Messages numbered ``start``.. that vary what they carry, for :func:`produce`: a
+    value of varying length always; a key on 3 of 4; properties (one non-ASCII) on 2 of 3;
+    an event time on every other one."""
+    out = []
+    for i in range(start, start + n):
+        message: dict[str, Any] = {"value": f"value-{i}".encode() * (1 + i % 3)}
+        if i % 4:
+            message["key"] = f"key-{i % 5}"
+        if i % 3:
+            message["properties"] = {"i": str(i), "ü": "ñ"}
+        if i % 2:
+            message["event_time"] = 1_700_000_000_000 + i
+        out.append(message)
+    return out
+
+
 def produce(
     service_url: str,
     topic: str,

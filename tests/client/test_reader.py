@@ -9,6 +9,7 @@ import time
 
 import pytest
 from brokers import CODECS, produce
+from brokers import mixed_messages as _messages
 
 from pulsar_spark.client import (
     ClientError,
@@ -22,20 +23,6 @@ from pulsar_spark.client.connection import Connection
 from pulsar_spark.protocol import ROW_SCHEMA, pb
 
 T = pb.BaseCommand
-
-
-def _messages(n: int, *, start: int = 0) -> list[dict]:
-    out = []
-    for i in range(start, start + n):
-        message: dict = {"value": f"value-{i}".encode() * (1 + i % 3)}
-        if i % 4:
-            message["key"] = f"key-{i % 5}"
-        if i % 3:
-            message["properties"] = {"i": str(i), "ü": "ñ"}
-        if i % 2:
-            message["event_time"] = 1_700_000_000_000 + i
-        out.append(message)
-    return out
 
 
 def _rows(client: PulsarClient, topic: str, **kwargs) -> list[dict]:
