@@ -64,11 +64,12 @@ def test_the_wheel_holds_the_package_its_types_and_license(wheel: Path) -> None:
     assert "pulsar_spark/protocol/PulsarApi_pb2.pyi" in names
     assert {"pulsar_spark/__init__.py", "pulsar_spark/spark/datasource.py",
             "pulsar_spark/client/__init__.py", "pulsar_spark/protocol/dump.py"} <= names
-    assert any(n.startswith(f"{dist_info}/") and n.endswith("/LICENSE") for n in names), names
+    assert f"{dist_info}/licenses/LICENSE" in names
     assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
     assert metadata["Name"] == "pulsar-spark"
     assert metadata["Version"] == pulsar_spark.__version__
-    assert "Apache" in (metadata["License-Expression"] or metadata["License"] or "")
+    assert metadata["License-Expression"] == "Apache-2.0"
+    assert metadata["License-File"] == "LICENSE"
     assert "Provides-Extra: spark" in str(metadata)
 
 
