@@ -31,6 +31,7 @@ __all__ = [
     "Option",
     "PulsarOptionError",
     "PulsarOptions",
+    "markdown_table",
     "parse_options",
     "parse_time",
     "pattern_parts",
@@ -66,20 +67,21 @@ OPTIONS: tuple[Option, ...] = (
     Option("service.url", BOTH, "(required)", "`pulsar://host:6650` or `pulsar+ssl://host:6651`",
            ("serviceUrl", _C + "serviceUrl")),
     Option("topic", BOTH, "", "one topic (a partitioned topic reads every partition); "
-           "for writes, the topic every row goes to", ("path",)),
+           "for writes, the topic every row goes to; `load(\"orders\")` sets it too", ("path",)),
     Option("topics", READ, "", "a comma-separated list of topics"),
     Option("topicsPattern", READ, "", "a regex over the topics of one namespace, e.g. "
            "`persistent://public/default/orders-.*` (no namespace: `public/default`)"),
     Option("startingOffsets", READ, "earliest", "`earliest`, `latest` or JSON per topic or "
-           "partition (inclusive)"),
+           "partition (inclusive); streams default to `latest`"),
     Option("endingOffsets", READ, "latest", "`latest` or JSON per topic or partition "
            "(exclusive; `latest` includes the last message)"),
     Option("startingTime", READ, "", "publish time (epoch ms or ISO-8601) to start at, "
            "inclusive; excludes `startingOffsets`", ("startingTimestamp",)),
     Option("endingTime", READ, "", "publish time (epoch ms or ISO-8601) to stop before, "
            "exclusive; excludes `endingOffsets`", ("endingTimestamp",)),
-    Option("failOnDataLoss", READ, "true", "fail when a starting message id no longer "
-           "exists (retention, deletion); false: log and read from the next message"),
+    Option("failOnDataLoss", READ, "true", "fail when a starting message id (or a stream's "
+           "position) no longer exists (retention, truncation, deletion); false: log a warning "
+           "and read on from the first message still available"),
     Option("minPartitions", READ, "", "at least this many Spark tasks: large topic "
            "partitions are split by entry ranges (or publish-time ranges across ledgers)"),
     Option("maxRecordsPerTrigger", READ, "", "streams: rows per micro-batch at most, shared "
@@ -106,7 +108,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(_C + "tlsAllowInsecureConnection", BOTH, "false", "accept any server certificate",
            ("tlsAllowInsecureConnection",)),
     Option(_C + "tlsHostnameVerificationEnable", BOTH, "true", "check the server "
-           "certificate's host name", ("tlsHostnameVerificationEnable",)),
+           "certificate's host name (the Java client's default is false)",
+           ("tlsHostnameVerificationEnable",)),
     Option(_P + "batchingEnabled", WRITE, "true", "gather messages into batches",
            ("batchingEnabled",)),
     Option(_P + "batchingMaxMessages", WRITE, "1000", "messages per batch at most",
@@ -386,6 +389,18 @@ def _auth(plugin: str | None, params: str | None) -> AuthSpec | None:
 
 
 # -- the whole set -------------------------------------------------------------------
+
+
+def markdown_table() -> str:
+    """The options reference as a Markdown table, generated from :data:`OPTIONS` (the
+    README carries it between ``<!-- options -->`` markers; a test keeps them equal)."""
+    lines = ["| option | applies to | default | meaning |", "|---|---|---|---|"]
+    for option in OPTIONS:
+        name = f"`{option.name}`"
+        if option.aliases:
+            name += " (also " + ", ".join(f"`{a}`" for a in option.aliases) + ")"
+        lines.append(f"| {name} | {option.scope} | {option.default} | {option.doc} |")
+    return "\n".join(lines)
 
 
 def _unknown(name: str) -> PulsarOptionError:
