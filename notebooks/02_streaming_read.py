@@ -127,7 +127,8 @@ def run_once() -> list[int]:
     query.awaitTermination()
     if query.exception() is not None:
         raise query.exception()
-    return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    # p.numInputRows, not p["numInputRows"]: over Spark Connect (pyspark 4.3) the latter is None.
+    return [p.numInputRows for p in query.recentProgress if p.numInputRows]
 
 
 first = run_once()

@@ -161,7 +161,8 @@ def run_once() -> int:
     query.awaitTermination()
     if query.exception() is not None:
         raise query.exception()
-    return sum(p["numInputRows"] for p in query.recentProgress)
+    # p.numInputRows, not p["numInputRows"]: over Spark Connect (pyspark 4.3) the latter is None.
+    return sum(p.numInputRows for p in query.recentProgress)
 
 
 first, second = run_once(), run_once()

@@ -7,8 +7,10 @@ the first notebook builds the session (the path outside Databricks), the others 
 already defined (the Databricks path). Each must end with its ``<name>: OK`` line; a notebook
 that fails is reported with its traceback, and the others still run.
 
-The auth notebook runs a second time on Apache Pulsar with TLS and token authorization, its
-credentials from the environment (what it falls back to without ``dbutils``).
+They run again over Spark Connect (a local Spark Connect server), as on Databricks
+serverless. The auth notebook runs once more on Apache Pulsar with TLS and token
+authorization, its credentials from the environment (what it falls back to without
+``dbutils``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ import runpy, sys, time, traceback
 from pathlib import Path
 
 spark, failed = None, []
+if len(sys.argv) > 1 and sys.argv[1].startswith("--remote="):
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(sys.argv.pop(1).split("=", 1)[1]).getOrCreate()
+    print(f"=== session: {type(spark).__module__}", flush=True)
 for path in sys.argv[1:]:
     name = Path(path).stem
     start = time.monotonic()
@@ -61,13 +68,14 @@ AUTH_VARIABLES = ("PULSAR_AUTH_TOKEN", "PULSAR_AUTH_PARAMS", "PULSAR_AUTH_PLUGIN
                   "PULSAR_TLS_TRUST_CERTS", "PULSAR_SECRET_SCOPE")
 
 
-def _run(notebooks: list[Path], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(notebooks: list[Path], tmp_path: Path, *options: str,
+         **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items()
                if k not in AUTH_VARIABLES and not k.startswith("SPARK_")}
     environ.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                    PULSAR_NOTEBOOK_DIR=str(tmp_path / "work"), PYTHONUNBUFFERED="1", **env)
     return subprocess.run(
-        [sys.executable, "-c", RUNNER, *map(str, notebooks)], cwd=tmp_path, env=environ,
+        [sys.executable, "-c", RUNNER, *options, *map(str, notebooks)], cwd=tmp_path, env=environ,
         capture_output=True, text=True, timeout=900, check=False,
     )
 
@@ -101,6 +109,17 @@ def test_the_notebooks_run_on_pulsar_lite(pulsar_lite, tmp_path: Path) -> None:
         assert re.search(rf"^{name}: OK\b", proc.stdout, re.M), _report(proc)
         for pattern in patterns:
             assert re.search(pattern, proc.stdout), f"{name}: no {pattern!r}\n{_report(proc)}"
+
+
+def test_the_notebooks_run_over_spark_connect(pulsar_lite, tmp_path: Path) -> None:
+    """Databricks serverless and shared clusters are Spark Connect: every notebook runs on a
+    local Spark Connect server's session too."""
+    proc = _run(NOTEBOOKS, tmp_path, "--remote=local[2]",
+                PULSAR_SERVICE_URL=pulsar_lite.service_url)
+    assert proc.returncode == 0, _report(proc)
+    assert "=== session: pyspark.sql.connect." in proc.stdout, _report(proc)
+    for name in EXPECTED:
+        assert re.search(rf"^{name}: OK\b", proc.stdout, re.M), _report(proc)
 
 
 def test_the_auth_notebook_on_apache_pulsar_with_tls_and_a_token(
