@@ -3,8 +3,8 @@
 
 The wheel is built (``pip wheel --no-deps``) from a copy of the files a build reads, so no
 ``build/`` or ``*.egg-info`` lands in the working tree. The clean virtualenv has no pip and no
-packages of its own: the wheel goes in with this interpreter's pip (``pip --python``,
-``--no-deps``), and a ``.pth`` line lends it this environment's site-packages for the
+packages of its own: the wheel goes into its site-packages with this interpreter's pip
+(``--target``, ``--no-deps``), and a ``.pth`` line lends it this environment's site-packages for the
 dependencies (pyarrow, protobuf, ...), behind its own, so ``pulsar_spark`` must come from the
 wheel.
 """
@@ -77,9 +77,9 @@ def test_the_wheel_installs_and_imports_in_a_clean_venv(wheel: Path, tmp_path: P
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(env_dir)
     python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "-q", wheel)
     site = Path(_run(python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))")
                 .stdout.strip())
+    _run(sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, wheel)
     (site / "zz_test_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
     probe = (
         "import json, sys, importlib.metadata as md, importlib.resources as res\n"
