@@ -54,6 +54,7 @@ from pathlib import Path
 import cramjam
 import lz4
 import lz4.block
+import numpy as np
 import pyarrow as pa
 import zstandard
 from google.protobuf import __version__ as protobuf_version
@@ -172,8 +173,12 @@ def run_arrow(chunks: Sequence[memoryview]) -> tuple[int, int]:
 
 def _value_bytes(batch: pa.RecordBatch) -> int:
     """Bytes of message values in a batch (from its offsets, no copy)."""
-    offsets = batch.column("value").offsets
-    return offsets[-1].as_py() - offsets[0].as_py()
+    values = batch.column("value")
+    n = len(values)
+    if not n:
+        return 0
+    offsets = np.frombuffer(values.buffers()[1], np.int32, n + 1, 4 * values.offset)
+    return int(offsets[-1]) - int(offsets[0])
 
 
 # ---------------------------------------------------------------------------

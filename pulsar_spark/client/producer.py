@@ -29,18 +29,23 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import logging
+import struct
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..protocol import PulsarApi_pb2 as pb
-from ..protocol.batch import encode_batch
 from ..protocol.codecs import codec_by_name, compress
 from ..protocol.errors import EncodeError, PulsarError, server_error
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE, Frame, encode_payload_command
+from ..protocol.wire import encode_varint
 from .connection import Connection
 from .errors import ClientError, ConnectionClosed, OperationTimeout
 from .lookup import LookupService
@@ -55,6 +60,14 @@ T = pb.BaseCommand
 
 #: SEND_ERROR codes that resending cannot cure.
 _FATAL_SEND_ERRORS = frozenset({pb.ChecksumError, pb.TopicTerminatedError, pb.NotAllowedError})
+
+
+#: A queued message: (sequence id, SingleMessageMetadata fields 1-2 encoded,
+#: fields 5-6 encoded, null_value, payload).
+_Item = tuple[int, bytes, bytes, bool, bytes]
+
+_U32 = struct.Struct(">I")
+_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 
 
 @dataclass(slots=True)
@@ -122,7 +135,7 @@ class Producer:
         self.name = producer_name or ""
         self._epoch = 0
         self._lock = threading.Condition()
-        self._items: list[tuple[pb.SingleMessageMetadata, bytes]] = []
+        self._items: list[_Item] = []
         self._bytes = 0
         self._opened_at = 0.0
         self._pending: OrderedDict[int, _Batch] = OrderedDict()
@@ -191,50 +204,55 @@ class Producer:
         """
         if sequence_id is not None and sequence_id <= self.last_sequence_id:
             return False
-        smm = pb.SingleMessageMetadata()
-        size = 32  # its share of a batch, at most: the item's metadata and framing
-        if key is not None:
-            smm.partition_key = partition_key_text(key)
-            size += len(smm.partition_key)
-            if isinstance(key, bytes):
-                smm.partition_key_b64_encoded = True
-        if properties:
-            for k, v in properties.items():
-                smm.properties.add(key=k, value=v)
-                size += 3 * (len(k) + len(v)) + 8
-        if event_time:
-            smm.event_time = event_time
-        if value is None:
-            smm.null_value = True
-            value = b""
-        size += len(value)
+        head, size = _head(key, properties)
+        tail = _tail(event_time, isinstance(key, bytes))
+        null = value is None
         with self._lock:
             self._raise_if_failed()
-            if sequence_id is not None:
-                self._take_sequence_id(sequence_id)
-            if self._batching:
-                # A batch never exceeds the message limit (chunks are never batched):
-                # a message too big to share one goes alone, in chunks if need be.
-                limit = self._message_limit()
-                limit -= limit // 64 + 1024  # metadata, and what a codec may add
-                if size >= min(self._max_bytes, limit):
-                    self._seal()
-                    smm.sequence_id = self._next_seq
-                    self._next_seq += 1
-                    self._items.append((smm, bytes(value)))
-                    self._seal(batched=False)
-                    return True
-                if self._bytes + size > limit:
-                    self._seal()
-            if not self._items:
-                self._opened_at = time.monotonic()
-            smm.sequence_id = self._next_seq
-            self._next_seq += 1
-            self._items.append((smm, bytes(value)))
-            self._bytes += size
-            if len(self._items) >= self._max_messages or self._bytes >= self._max_bytes:
-                self._seal()
+            self._queue(sequence_id, head, tail, null, b"" if null else bytes(value), size)
         return True
+
+    def _send_encoded(
+        self, sequence_id: int | None, head: bytes, tail: bytes, null: bool, value: bytes,
+        size: int,
+    ) -> bool:
+        """:meth:`send` of a message already encoded by :class:`_Rows`."""
+        if sequence_id is not None and sequence_id <= self.last_sequence_id:
+            return False
+        with self._lock:
+            self._raise_if_failed()
+            self._queue(sequence_id, head, tail, null, value, size)
+        return True
+
+    def _queue(
+        self, sequence_id: int | None, head: bytes, tail: bytes, null: bool, value: bytes,
+        size: int,
+    ) -> None:
+        """Queue one encoded message (lock held); ``size`` is its share of a batch
+        before the payload."""
+        if sequence_id is not None:
+            self._take_sequence_id(sequence_id)
+        size += len(value)
+        if self._batching:
+            # A batch never exceeds the message limit (chunks are never batched):
+            # a message too big to share one goes alone, in chunks if need be.
+            limit = self._message_limit()
+            limit -= limit // 64 + 1024  # metadata, and what a codec may add
+            if size >= min(self._max_bytes, limit):
+                self._seal()
+                self._items.append((self._next_seq, head, tail, null, value))
+                self._next_seq += 1
+                self._seal(batched=False)
+                return
+            if self._bytes + size > limit:
+                self._seal()
+        if not self._items:
+            self._opened_at = time.monotonic()
+        self._items.append((self._next_seq, head, tail, null, value))
+        self._next_seq += 1
+        self._bytes += size
+        if len(self._items) >= self._max_messages or self._bytes >= self._max_bytes:
+            self._seal()
 
     def _take_sequence_id(self, sequence_id: int) -> None:
         """Make ``sequence_id`` the next one (lock held)."""
@@ -250,7 +268,24 @@ class Producer:
         ``properties`` and ``eventTime``); with ``first_sequence_id``, row i gets
         sequence id ``first_sequence_id + i``. Returns the rows sent (replays the
         broker already has are skipped, see :meth:`send`)."""
-        return send_rows(self.send, table, first_sequence_id)
+        rows = _Rows(table)
+        last = self.last_sequence_id
+        sent = 0
+        with self._lock:
+            self._raise_if_failed()
+            queue = self._queue
+            seqs: range | list[None] = (
+                range(first_sequence_id, first_sequence_id + rows.n)
+                if first_sequence_id is not None else [None] * rows.n
+            )
+            for seq, head, tail, null, value, size in zip(
+                seqs, rows.heads, rows.tails, rows.nulls, rows.values, rows.sizes, strict=True
+            ):
+                if seq is not None and seq <= last:
+                    continue
+                queue(seq, head, tail, null, value, size)
+                sent += 1
+        return sent
 
     def _seal(self, batched: bool | None = None) -> None:
         """Turn the open batch into a SEND frame and send it (lock held)."""
@@ -265,16 +300,17 @@ class Producer:
                 self._error = OperationTimeout(msg)
         self._raise_if_failed()
         # Items carry their ids (consecutive unless given explicitly).
-        first, last = items[0][0].sequence_id, items[-1][0].sequence_id
+        first, last = items[0][0], items[-1][0]
         meta = pb.MessageMetadata(
             producer_name=self.name, sequence_id=first, publish_time=int(time.time() * 1000),
         )
         if batched:
-            payload = encode_batch(items)
+            payload = _encode_items(items)
             meta.num_messages_in_batch = count
             meta.highest_sequence_id = last
         else:
-            smm, payload = items[0]
+            smm = _smm(items[0])
+            payload = items[0][4]
             meta.properties.extend(smm.properties)
             for name in ("partition_key", "partition_key_b64_encoded", "event_time",
                          "null_value"):
@@ -546,6 +582,8 @@ def send_rows(send: Callable[..., bool], table, first_sequence_id: int | None = 
     for i, value in enumerate(values):
         event = times[i] if times else None
         if event is not None and not isinstance(event, int):
+            if isinstance(event, dt.datetime) and event.tzinfo is None:
+                event = event.replace(tzinfo=dt.timezone.utc)  # naive = UTC
             event = int(event.timestamp() * 1000)
         extra = () if first_sequence_id is None else (first_sequence_id + i,)
         sent += bool(send(
@@ -556,3 +594,136 @@ def send_rows(send: Callable[..., bool], table, first_sequence_id: int | None = 
             *extra,
         ))
     return sent
+
+
+# -- SingleMessageMetadata bytes without protobuf objects ------------------------------
+#
+# protobuf writes SingleMessageMetadata fields in field-number order; a queued item
+# keeps fields 1-2 (properties, partition_key) and 5-6 (event_time,
+# partition_key_b64_encoded) encoded, and :func:`_encode_items` adds payload_size (3),
+# sequence_id (8) and null_value (9) around them, byte for byte as
+# ``SerializeToString`` would.
+
+
+def _varint(value: int) -> bytes:
+    return _SMALL_VARINTS[value] if 0 <= value < 128 else encode_varint(value)
+
+
+def _head(key: str | bytes | None, properties: dict[str, str] | None) -> tuple[bytes, int]:
+    """Fields 1 and 2 encoded, and the message's share of a batch before its payload."""
+    size = 32  # its share of a batch, at most: the item's metadata and framing
+    parts = []
+    if properties:
+        for k, v in properties.items():
+            size += 3 * (len(k) + len(v)) + 8
+            kb, vb = k.encode(), v.encode()
+            kv = b"".join((b"\x0a", _varint(len(kb)), kb, b"\x12", _varint(len(vb)), vb))
+            parts += (b"\x0a", _varint(len(kv)), kv)
+    if key is not None:
+        text = partition_key_text(key)
+        size += len(text)
+        kb = text.encode()
+        parts += (b"\x12", _varint(len(kb)), kb)
+    return b"".join(parts), size
+
+
+def _tail(event_time: int | None, b64: bool) -> bytes:
+    """Fields 5 and 6 encoded."""
+    if not event_time:
+        return b"\x30\x01" if b64 else b""
+    if event_time < 0:
+        msg = f"event time {event_time} is negative"
+        raise ValueError(msg)
+    return b"".join((b"\x28", _varint(event_time), b"\x30\x01" if b64 else b""))
+
+
+def _item_body(item: _Item) -> bytes:
+    seq, head, tail, null, value = item
+    return b"".join((head, b"\x18", _varint(len(value)), tail, b"\x40", _varint(seq),
+                     b"\x48\x01" if null else b""))
+
+
+def _encode_items(items: list[_Item]) -> bytes:
+    """A batch payload (before compression), as :func:`~..protocol.batch.encode_batch`
+    lays out the same messages."""
+    parts: list[bytes] = []
+    add = parts.extend
+    pack = _U32.pack
+    for item in items:
+        body = _item_body(item)
+        add((pack(len(body)), body, item[4]))
+    return b"".join(parts)
+
+
+def _smm(item: _Item) -> pb.SingleMessageMetadata:
+    return pb.SingleMessageMetadata.FromString(_item_body(item))
+
+
+_UNIT_DIVISORS = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
+
+
+def _event_millis(column: pa.ChunkedArray | pa.Array) -> list[int | None]:
+    """Event times as epoch milliseconds: ints as they are, timestamps in UTC (a
+    naive timestamp is taken as UTC)."""
+    kind = column.type
+    if pa.types.is_timestamp(kind):
+        raw = pc.cast(column, pa.timestamp(kind.unit), safe=False).cast(pa.int64())
+        divisor = _UNIT_DIVISORS[kind.unit]
+        if divisor is None:
+            return pc.multiply(raw, 1000).to_pylist()
+        if divisor == 1:
+            return raw.to_pylist()
+        return [None if t is None else t // divisor for t in raw.to_pylist()]
+    out: list[int | None] = []
+    for event in column.to_pylist():
+        if event is None or isinstance(event, int):
+            out.append(event)
+        else:
+            if isinstance(event, dt.datetime) and event.tzinfo is None:
+                event = event.replace(tzinfo=dt.timezone.utc)
+            out.append(int(event.timestamp() * 1000))
+    return out
+
+
+class _Rows:
+    """The rows of an Arrow table for :meth:`Producer.send_batch`, encoded column by
+    column: per row its metadata head and tail, tombstone flag, payload and size."""
+
+    def __init__(self, table: pa.Table | pa.RecordBatch) -> None:
+        names = set(table.schema.names)
+        allowed = {"value", "key", "properties", "eventTime"}
+        if "value" not in names or not names <= allowed:
+            msg = (
+                f"send_batch needs a 'value' column and accepts only {sorted(allowed)}; "
+                f"got {sorted(names)}"
+            )
+            raise ClientError(msg)
+        n = self.n = table.num_rows
+        column = table.column("value")
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            column = pc.cast(column, pa.binary())
+        values = column.to_pylist()
+        self.nulls = [v is None for v in values] if column.null_count else [False] * n
+        if column.null_count:
+            values = [b"" if v is None else v for v in values]
+        self.values = values
+        self.keys = keys = table.column("key").to_pylist() if "key" in names else None
+        props = table.column("properties").to_pylist() if "properties" in names else None
+        times = _event_millis(table.column("eventTime")) if "eventTime" in names else None
+        if keys is None and props is None:
+            self.heads: list[bytes] = [b""] * n
+            self.sizes: list[int] = [32] * n
+        else:
+            heads = [
+                _head(keys[i] if keys else None, dict(props[i]) if props and props[i] else None)
+                for i in range(n)
+            ]
+            self.heads = [h for h, _ in heads]
+            self.sizes = [z for _, z in heads]
+        if times is None and (keys is None or not any(isinstance(k, bytes) for k in keys)):
+            self.tails: list[bytes] = [b""] * n
+        else:
+            self.tails = [
+                _tail(times[i] if times else None, bool(keys) and isinstance(keys[i], bytes))
+                for i in range(n)
+            ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-from .producer import Producer, partition_key_text, send_rows
+from .producer import Producer, _Rows, partition_key_text
 
 __all__ = ["PartitionedProducer", "java_string_hash"]
 
@@ -61,7 +61,26 @@ class PartitionedProducer:
         )
 
     def send_batch(self, table, first_sequence_id: int | None = None) -> int:
-        return send_rows(self.send, table, first_sequence_id)
+        """As :meth:`Producer.send_batch`, each row to its partition as :meth:`send`
+        would route it."""
+        rows = _Rows(table)
+        keys = rows.keys
+        producers = self.producers
+        partitions: dict[str | bytes, int] = {}  # a key's partition, once per key
+        sent = 0
+        for i in range(rows.n):
+            key = keys[i] if keys else None
+            if key is None:
+                partition = self.partition_for(None)
+            else:
+                partition = partitions.get(key, -1)
+                if partition < 0:
+                    partition = partitions[key] = self.partition_for(key)
+            seq = None if first_sequence_id is None else first_sequence_id + i
+            sent += producers[partition]._send_encoded(
+                seq, rows.heads[i], rows.tails[i], rows.nulls[i], rows.values[i], rows.sizes[i]
+            )
+        return sent
 
     def flush(self, timeout: float | None = None) -> None:
         for producer in self.producers:
