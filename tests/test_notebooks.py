@@ -8,20 +8,23 @@ already defined (the Databricks path). Each must end with its ``<name>: OK`` lin
 that fails is reported with its traceback, and the others still run.
 
 They run again over Spark Connect (a local Spark Connect server), as on Databricks
-serverless. The auth notebook runs once more on Apache Pulsar with TLS and token
-authorization, its credentials from the environment (what it falls back to without
-``dbutils``).
+serverless. The auth notebook takes its token from the environment on
+pulsar-lite (which accepts any), and runs once more on Apache Pulsar with TLS and token
+authorization, with a stand-in ``dbutils`` whose widgets and secret scope hold the settings
+and the token, as on Databricks.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+TESTS_DIR = Path(__file__).resolve().parent
+NOTEBOOKS_DIR = TESTS_DIR.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.py"))
 HEADER = "# Databricks notebook source\n"
 SEPARATOR = "\n# COMMAND ----------\n"
@@ -29,21 +32,50 @@ SEPARATOR = "\n# COMMAND ----------\n"
 #: Executes each notebook given on the command line in turn, handing the Spark session the
 #: first one built to the next ones; prints ``=== name: ok|failed (seconds)``.
 RUNNER = r"""
-import runpy, sys, time, traceback
+import json, runpy, sys, time, traceback
 from pathlib import Path
 
-spark, failed = None, []
-if len(sys.argv) > 1 and sys.argv[1].startswith("--remote="):
-    from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.remote(sys.argv.pop(1).split("=", 1)[1]).getOrCreate()
-    print(f"=== session: {type(spark).__module__}", flush=True)
+# The parts of Databricks' dbutils the notebooks use (widgets.text/get, secrets.get), from
+# {"widgets": {name: value}, "secrets": {scope: {key: value}}}.
+class FakeDbutils:
+
+    def __init__(self, config):
+        values, scopes = dict(config.get("widgets", {})), config.get("secrets", {})
+
+        class Widgets:
+            def text(self, name, default, label=None):
+                values.setdefault(name, default)  # an existing widget keeps its value
+
+            def get(self, name):
+                return values[name]
+
+        class Secrets:
+            def get(self, scope, key):
+                if key not in scopes.get(scope, {}):
+                    msg = f"Secret does not exist with scope: {scope} and key: {key}"
+                    raise ValueError(msg)
+                return scopes[scope][key]
+
+        self.widgets, self.secrets = Widgets(), Secrets()
+
+
+spark, failed, given = None, [], {}
+while len(sys.argv) > 1 and sys.argv[1].startswith("--"):
+    option, value = sys.argv.pop(1)[2:].split("=", 1)
+    if option == "remote":  # a local Spark Connect server with this master
+        from spark_connect import local_connect_session
+
+        spark = local_connect_session(value)
+        print(f"=== session: {type(spark).__module__}", flush=True)
+    elif option == "dbutils":
+        given["dbutils"] = FakeDbutils(json.loads(value))
 for path in sys.argv[1:]:
     name = Path(path).stem
     start = time.monotonic()
     try:
-        scope = runpy.run_path(path, init_globals={} if spark is None else {"spark": spark},
-                               run_name="__main__")
+        init = dict(given) if spark is None else {**given, "spark": spark}
+        scope = runpy.run_path(path, init_globals=init, run_name="__main__")
         spark = scope.get("spark", spark)
         status = "ok"
     except BaseException:
@@ -61,7 +93,8 @@ EXPECTED = {
                           r"output: 1000 rows, 1000 distinct message ids, seq 0\.\.999"],
     "03_write": [r"routed by the topic column: \{'eu': 750, 'us': 250\}",
                  r"stream: 1000 rows on the first run, 0 on the second"],
-    "04_auth": [r"with no authentication"],
+    # pulsar-lite takes any token: the environment's is used, and accepted.
+    "04_auth": [r"with token auth, the token from environment PULSAR_AUTH_TOKEN$"],
 }
 
 AUTH_VARIABLES = ("PULSAR_AUTH_TOKEN", "PULSAR_AUTH_PARAMS", "PULSAR_AUTH_PLUGIN",
@@ -73,7 +106,9 @@ def _run(notebooks: list[Path], tmp_path: Path, *options: str,
     environ = {k: v for k, v in os.environ.items()
                if k not in AUTH_VARIABLES and not k.startswith("SPARK_")}
     environ.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-                   PULSAR_NOTEBOOK_DIR=str(tmp_path / "work"), PYTHONUNBUFFERED="1", **env)
+                   PULSAR_NOTEBOOK_DIR=str(tmp_path / "work"), PYTHONUNBUFFERED="1",
+                   PYTHONPATH=os.pathsep.join([str(TESTS_DIR), environ.get("PYTHONPATH", "")]),
+                   **env)
     return subprocess.run(
         [sys.executable, "-c", RUNNER, *options, *map(str, notebooks)], cwd=tmp_path, env=environ,
         capture_output=True, text=True, timeout=900, check=False,
@@ -102,36 +137,47 @@ def test_every_notebook_is_in_databricks_source_format() -> None:
 
 
 def test_the_notebooks_run_on_pulsar_lite(pulsar_lite, tmp_path: Path) -> None:
-    proc = _run(NOTEBOOKS, tmp_path, PULSAR_SERVICE_URL=pulsar_lite.service_url)
+    proc = _run(NOTEBOOKS, tmp_path, PULSAR_SERVICE_URL=pulsar_lite.service_url,
+                PULSAR_AUTH_TOKEN="header.payload.signature")
     assert proc.returncode == 0, _report(proc)
+    assert "header.payload.signature" not in proc.stdout + proc.stderr
     for name, patterns in EXPECTED.items():
         assert re.search(rf"^=== {name}: ok ", proc.stdout, re.M), _report(proc)
         assert re.search(rf"^{name}: OK\b", proc.stdout, re.M), _report(proc)
         for pattern in patterns:
-            assert re.search(pattern, proc.stdout), f"{name}: no {pattern!r}\n{_report(proc)}"
+            assert re.search(pattern, proc.stdout, re.M), f"{name}: no {pattern!r}\n{_report(proc)}"
 
 
 def test_the_notebooks_run_over_spark_connect(pulsar_lite, tmp_path: Path) -> None:
     """Databricks serverless and shared clusters are Spark Connect: every notebook runs on a
     local Spark Connect server's session too."""
-    proc = _run(NOTEBOOKS, tmp_path, "--remote=local[2]",
+    proc = _run(NOTEBOOKS, tmp_path, "--remote=local[2]",  # tests/spark_connect.py
                 PULSAR_SERVICE_URL=pulsar_lite.service_url)
     assert proc.returncode == 0, _report(proc)
     assert "=== session: pyspark.sql.connect." in proc.stdout, _report(proc)
     for name in EXPECTED:
         assert re.search(rf"^{name}: OK\b", proc.stdout, re.M), _report(proc)
+    assert re.search(r"^04_auth: OK, .* with no authentication \(no credentials in the secret "
+                     r"scope or the environment\)$", proc.stdout, re.M), _report(proc)
 
 
-def test_the_auth_notebook_on_apache_pulsar_with_tls_and_a_token(
+def test_the_auth_notebook_on_apache_pulsar_with_a_secret_scope(
     apache_pulsar_secure, tmp_path: Path
 ) -> None:
+    """The Databricks path, with a stand-in dbutils: the service URL and the CA from widgets,
+    the token from the secret scope, which wins over the (wrong) token in the environment."""
     broker = apache_pulsar_secure
     assert broker.service_url.startswith("pulsar+ssl://")
     token = broker.secure.token
-    proc = _run([NOTEBOOKS_DIR / "04_auth.py"], tmp_path, PULSAR_SERVICE_URL=broker.service_url,
-                PULSAR_AUTH_TOKEN=token, PULSAR_TLS_TRUST_CERTS=broker.secure.ca_cert)
+    dbutils = {
+        "widgets": {"service_url": broker.service_url, "secret_scope": "pulsar-ci",
+                    "tls_trust_certs": broker.secure.ca_cert},
+        "secrets": {"pulsar-ci": {"token": token}},
+    }
+    proc = _run([NOTEBOOKS_DIR / "04_auth.py"], tmp_path, f"--dbutils={json.dumps(dbutils)}",
+                PULSAR_SERVICE_URL="pulsar://wrong.invalid:6650", PULSAR_AUTH_TOKEN="not-it")
     assert proc.returncode == 0, _report(proc)
     assert re.search(r"^04_auth: OK, 100 messages written and read back with token auth, the "
-                     r"token from environment PULSAR_AUTH_TOKEN, TLS trusting ", proc.stdout, re.M)
+                     r"token from secret pulsar-ci/token, TLS trusting ", proc.stdout, re.M), (
+        _report(proc))
     assert token not in proc.stdout + proc.stderr, "the token was printed"
-
