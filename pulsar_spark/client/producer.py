@@ -62,9 +62,9 @@ T = pb.BaseCommand
 _FATAL_SEND_ERRORS = frozenset({pb.ChecksumError, pb.TopicTerminatedError, pb.NotAllowedError})
 
 
-#: A queued message: (sequence id, SingleMessageMetadata fields 1-2 encoded,
-#: fields 5-6 encoded, null_value, payload).
-_Item = tuple[int, bytes, bytes, bool, bytes]
+#: A queued message: (sequence id, SingleMessageMetadata fields 1-6 encoded,
+#: null_value, payload).
+_Item = tuple[int, bytes, bool, bytes]
 
 _U32 = struct.Struct(">I")
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
@@ -205,34 +205,31 @@ class Producer:
         if sequence_id is not None and sequence_id <= self.last_sequence_id:
             return False
         head, size = _head(key, properties)
-        tail = _tail(event_time, isinstance(key, bytes))
         null = value is None
+        payload = b"" if null else bytes(value)
+        pre = _pre(head, payload, _tail(event_time, isinstance(key, bytes)))
         with self._lock:
             self._raise_if_failed()
-            self._queue(sequence_id, head, tail, null, b"" if null else bytes(value), size)
+            self._queue(sequence_id, pre, null, payload, size + len(payload))
         return True
 
     def _send_encoded(
-        self, sequence_id: int | None, head: bytes, tail: bytes, null: bool, value: bytes,
-        size: int,
+        self, sequence_id: int | None, pre: bytes, null: bool, value: bytes, size: int
     ) -> bool:
         """:meth:`send` of a message already encoded by :class:`_Rows`."""
         if sequence_id is not None and sequence_id <= self.last_sequence_id:
             return False
         with self._lock:
             self._raise_if_failed()
-            self._queue(sequence_id, head, tail, null, value, size)
+            self._queue(sequence_id, pre, null, value, size)
         return True
 
     def _queue(
-        self, sequence_id: int | None, head: bytes, tail: bytes, null: bool, value: bytes,
-        size: int,
+        self, sequence_id: int | None, pre: bytes, null: bool, value: bytes, size: int
     ) -> None:
-        """Queue one encoded message (lock held); ``size`` is its share of a batch
-        before the payload."""
+        """Queue one encoded message (lock held); ``size`` is its share of a batch."""
         if sequence_id is not None:
             self._take_sequence_id(sequence_id)
-        size += len(value)
         if self._batching:
             # A batch never exceeds the message limit (chunks are never batched):
             # a message too big to share one goes alone, in chunks if need be.
@@ -240,7 +237,7 @@ class Producer:
             limit -= limit // 64 + 1024  # metadata, and what a codec may add
             if size >= min(self._max_bytes, limit):
                 self._seal()
-                self._items.append((self._next_seq, head, tail, null, value))
+                self._items.append((self._next_seq, pre, null, value))
                 self._next_seq += 1
                 self._seal(batched=False)
                 return
@@ -248,7 +245,7 @@ class Producer:
                 self._seal()
         if not self._items:
             self._opened_at = time.monotonic()
-        self._items.append((self._next_seq, head, tail, null, value))
+        self._items.append((self._next_seq, pre, null, value))
         self._next_seq += 1
         self._bytes += size
         if len(self._items) >= self._max_messages or self._bytes >= self._max_bytes:
@@ -278,12 +275,12 @@ class Producer:
                 range(first_sequence_id, first_sequence_id + rows.n)
                 if first_sequence_id is not None else [None] * rows.n
             )
-            for seq, head, tail, null, value, size in zip(
-                seqs, rows.heads, rows.tails, rows.nulls, rows.values, rows.sizes, strict=True
+            for seq, pre, null, value, size in zip(
+                seqs, rows.pres, rows.nulls, rows.values, rows.sizes, strict=True
             ):
                 if seq is not None and seq <= last:
                     continue
-                queue(seq, head, tail, null, value, size)
+                queue(seq, pre, null, value, size)
                 sent += 1
         return sent
 
@@ -310,7 +307,7 @@ class Producer:
             meta.highest_sequence_id = last
         else:
             smm = _smm(items[0])
-            payload = items[0][4]
+            payload = items[0][3]
             meta.properties.extend(smm.properties)
             for name in ("partition_key", "partition_key_b64_encoded", "event_time",
                          "null_value"):
@@ -637,10 +634,14 @@ def _tail(event_time: int | None, b64: bool) -> bytes:
     return b"".join((b"\x28", _varint(event_time), b"\x30\x01" if b64 else b""))
 
 
+def _pre(head: bytes, value: bytes, tail: bytes) -> bytes:
+    """Fields 1-6 of an item's metadata: ``head``, payload_size, ``tail``."""
+    return b"".join((head, b"\x18", _varint(len(value)), tail))
+
+
 def _item_body(item: _Item) -> bytes:
-    seq, head, tail, null, value = item
-    return b"".join((head, b"\x18", _varint(len(value)), tail, b"\x40", _varint(seq),
-                     b"\x48\x01" if null else b""))
+    seq, pre, null, _ = item
+    return b"".join((pre, b"\x40", _varint(seq), b"\x48\x01" if null else b""))
 
 
 def _encode_items(items: list[_Item]) -> bytes:
@@ -649,9 +650,19 @@ def _encode_items(items: list[_Item]) -> bytes:
     parts: list[bytes] = []
     add = parts.extend
     pack = _U32.pack
-    for item in items:
-        body = _item_body(item)
-        add((pack(len(body)), body, item[4]))
+    small = _SMALL_VARINTS
+    encode = encode_varint
+    # Consecutive ids: varints of the first and of each next one, cheaply.
+    for seq, pre, null, value in items:
+        if null:
+            tail = b"".join((b"\x40", _varint(seq), b"\x48\x01"))
+        elif seq < 128:
+            tail = b"\x40" + small[seq]
+        elif seq < 16384:
+            tail = bytes((0x40, seq & 0x7F | 0x80, seq >> 7))
+        else:
+            tail = b"\x40" + encode(seq)
+        add((pack(len(pre) + len(tail)), pre, tail, value))
     return b"".join(parts)
 
 
@@ -711,19 +722,36 @@ class _Rows:
         props = table.column("properties").to_pylist() if "properties" in names else None
         times = _event_millis(table.column("eventTime")) if "eventTime" in names else None
         if keys is None and props is None:
-            self.heads: list[bytes] = [b""] * n
-            self.sizes: list[int] = [32] * n
+            heads: list[bytes] | None = None
+            self.sizes: list[int] = [32 + len(v) for v in values]
         else:
-            heads = [
+            pairs = [
                 _head(keys[i] if keys else None, dict(props[i]) if props and props[i] else None)
                 for i in range(n)
             ]
-            self.heads = [h for h, _ in heads]
-            self.sizes = [z for _, z in heads]
+            heads = [h for h, _ in pairs]
+            self.sizes = [z + len(v) for (_, z), v in zip(pairs, values, strict=True)]
         if times is None and (keys is None or not any(isinstance(k, bytes) for k in keys)):
-            self.tails: list[bytes] = [b""] * n
+            tails: list[bytes] | None = None
         else:
-            self.tails = [
+            tails = [
                 _tail(times[i] if times else None, bool(keys) and isinstance(keys[i], bytes))
                 for i in range(n)
+            ]
+        if heads is None and tails is None:
+            # payload_size alone: the varints of the lengths, shared by equal lengths.
+            sizes: dict[int, bytes] = {}
+            pres = []
+            for v in values:
+                length = len(v)
+                pre = sizes.get(length)
+                if pre is None:
+                    pre = sizes[length] = b"\x18" + _varint(length)
+                pres.append(pre)
+            self.pres: list[bytes] = pres
+        else:
+            empty = [b""] * n
+            self.pres = [
+                _pre(h, v, t)
+                for h, v, t in zip(heads or empty, values, tails or empty, strict=True)
             ]

@@ -78,7 +78,7 @@ class PartitionedProducer:
                     partition = partitions[key] = self.partition_for(key)
             seq = None if first_sequence_id is None else first_sequence_id + i
             sent += producers[partition]._send_encoded(
-                seq, rows.heads[i], rows.tails[i], rows.nulls[i], rows.values[i], rows.sizes[i]
+                seq, rows.pres[i], rows.nulls[i], rows.values[i], rows.sizes[i]
             )
         return sent
 
