@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from broker_process import poll_until
 
 __all__ = ["AdminError", "PulsarAdmin", "topic_path"]
 
@@ -262,9 +263,6 @@ class PulsarAdmin:
         self, check: Callable[[], bool], timeout: float = 10.0, what: str = "condition"
     ) -> None:
         """Poll ``check`` every 0.1 s until it returns true; ``TimeoutError`` naming ``what``."""
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                msg = f"{what}: not reached within {timeout:g} s on {self.http_url}"
-                raise TimeoutError(msg)
-            time.sleep(0.1)
+        if not poll_until(check, timeout):
+            msg = f"{what}: not reached within {timeout:g} s on {self.http_url}"
+            raise TimeoutError(msg)

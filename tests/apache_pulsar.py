@@ -43,9 +43,11 @@ Fixtures (all session-scoped, started on first use)
     A :class:`BrokerHandle` with ``kind``, ``service_url``, ``http_url`` (None for
     pulsar-lite, which has no admin API) and ``admin``, for tests meant to run on both.
 
-Every instance answers the same interface as ``brokers.PulsarLite`` where it makes sense
-(``service_url``, ``http_url``, ``admin``, ``log_path``, ``log_tail``, ``start``,
-``stop``, ``restart``, ``kill``, ``rss_bytes``, ``start_seconds``). Readiness means: the
+:class:`ApachePulsar` and ``brokers.PulsarLite`` share their process handling
+(``tests/broker_process.py``, :class:`broker_process.BrokerProcess`: ``log_path``,
+``log_tail``, ``start``, ``stop``, ``restart``, ``kill``, ``rss_bytes``, ``figures``,
+``start_seconds``) and answer the same interface where it makes sense (``service_url``,
+``host``, ``port``; ``http_url`` and ``admin`` are Apache's only). Readiness means: the
 process is alive, the binary port answers CONNECT with CONNECTED (over TLS and with a token
 on the secure one), the admin API answers and lists ``public/default``. A broker that does
 not get there fails the test with the tail of its log (:class:`BrokerStartError`), never a
@@ -58,9 +60,7 @@ Measured on the 2-core CI machine (Pulsar 4.0.8, Java 17): see :data:`MEASURED`.
 
 from __future__ import annotations
 
-import atexit
 import base64
-import contextlib
 import datetime as dt
 import fcntl
 import hashlib
@@ -69,9 +69,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import ssl
 import subprocess
 import tarfile
 import time
@@ -84,15 +81,24 @@ from typing import Any
 
 import pytest
 from admin import PulsarAdmin
-from brokers import BrokerStartError, PulsarLite, _orphan_guard, free_port
+from broker_process import (
+    BrokerProcess,
+    BrokerStartError,
+    free_port,
+    handshake,
+    orphan_guard,
+    poll_until,
+)
+from brokers import PulsarLite
 
-from pulsar_spark.protocol import FrameDecoder, encode_command, pb
+from pulsar_spark.protocol import pb
 
 __all__ = [
     "DIST_SHA1",
     "PULSAR_VERSION",
     "ApachePulsar",
     "BrokerHandle",
+    "BrokerStartError",
     "DistributionError",
     "SecureSettings",
     "dist_url",
@@ -468,56 +474,6 @@ def generate_secure_settings(directory: Path) -> SecureSettings:
 
 
 # ---------------------------------------------------------------------------
-# Readiness
-# ---------------------------------------------------------------------------
-
-
-def handshake(
-    host: str,
-    port: int,
-    *,
-    timeout: float = 5.0,
-    tls_ca: str | None = None,
-    token: str | None = None,
-) -> pb.CommandConnected | pb.CommandError | None:
-    """CONNECT (over TLS when ``tls_ca`` is given, with a token when given): the
-    CONNECTED or ERROR reply, None when the broker did not answer in time."""
-    connect = pb.CommandConnect(client_version="pulsar-spark-readiness", protocol_version=21)
-    if token is not None:
-        connect.auth_method_name = "token"
-        connect.auth_data = token.encode()
-    deadline = time.monotonic() + timeout
-    try:
-        sock: socket.socket = socket.create_connection((host, port), timeout=timeout)
-        with contextlib.closing(sock):
-            if tls_ca is not None:
-                sock = ssl.create_default_context(cafile=tls_ca).wrap_socket(
-                    sock, server_hostname=host
-                )
-            sock.sendall(encode_command(pb.BaseCommand(type=pb.BaseCommand.CONNECT,
-                                                       connect=connect)))
-            decoder = FrameDecoder()
-            while True:
-                frame = decoder.next_frame()
-                if frame is not None:
-                    if frame.command.type == pb.BaseCommand.CONNECTED:
-                        return frame.command.connected
-                    if frame.command.type == pb.BaseCommand.ERROR:
-                        return frame.command.error
-                    return None
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                sock.settimeout(left)
-                data = sock.recv(65536)
-                if not data:
-                    return None
-                decoder.feed(data)
-    except (OSError, ValueError):
-        return None
-
-
-# ---------------------------------------------------------------------------
 # ApachePulsar
 # ---------------------------------------------------------------------------
 
@@ -547,14 +503,15 @@ def render_config(template: str, settings: Mapping[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-class ApachePulsar:
+class ApachePulsar(BrokerProcess):
     """One Apache Pulsar standalone (broker + ZooKeeper + one bookie in one JVM).
 
     ``root`` holds ``standalone.conf`` (rendered), ``broker.log`` (stdout and stderr of
     every start, appended, each headed by a ``=== fixture: ... ===`` line), ``data/``
     (ZooKeeper and bookie; removed by :meth:`close`) and, for ``secure``, ``tls/``.
     Ports are picked at the first start and kept, so :meth:`restart` comes back on the
-    same addresses with the same data.
+    same addresses with the same data. Process handling (start loop, stop, kill, restart,
+    log, RSS) is :class:`broker_process.BrokerProcess`'s.
 
     Args:
         root: the instance's directory.
@@ -567,6 +524,13 @@ class ApachePulsar:
     """
 
     kind = "apache"
+    tail_lines = TAIL_LINES
+    tail_bytes = 512 * 1024
+    stop_timeout = STOP_TIMEOUT
+    probe_interval = 0.2
+    fresh_fixture = "fresh_apache_pulsar"
+    process_label = "the broker JVM"
+    header_label = f" (Apache Pulsar {PULSAR_VERSION})"
 
     def __init__(
         self,
@@ -581,26 +545,15 @@ class ApachePulsar:
         if variant not in VARIANTS:
             msg = f"variant must be one of {VARIANTS}, not {variant!r}"
             raise ValueError(msg)
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        super().__init__(root, name=name or f"apache-{variant}", shared=shared,
+                         start_timeout=start_timeout)
         self.variant = variant
-        self.name = name or f"apache-{variant}"
-        self.shared = shared
-        self.start_timeout = start_timeout
         self.extra_settings = dict(settings or {})
         self.secure: SecureSettings | None = (
             generate_secure_settings(self.root / "tls") if variant == "secure" else None
         )
         self.ports: dict[str, int] = {}
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log_start = 0
-        self.starts = 0
-        #: Seconds from spawn to ready, one per successful start; [0] is the cold start.
-        self.start_seconds: list[float] = []
-        self.stop_seconds: list[float] = []
-        self.server_version: str | None = None
         self.home: Path | None = None
-        _LIVE.add(self)
 
     # -- addresses -----------------------------------------------------------------
 
@@ -657,24 +610,8 @@ class ApachePulsar:
         return self.root / "standalone.conf"
 
     @property
-    def log_path(self) -> Path:
-        return self.root / "broker.log"
-
-    @property
     def data_dir(self) -> Path:
         return self.root / "data"
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def cold_start_seconds(self) -> float | None:
-        return self.start_seconds[0] if self.start_seconds else None
 
     def __repr__(self) -> str:
         state = f"pid {self.pid}" if self.running else "stopped"
@@ -723,7 +660,7 @@ class ApachePulsar:
         s.update(self.extra_settings)
         return s
 
-    def _pick_ports(self) -> None:
+    def _pick_ports(self, attempt: int) -> None:
         names = ["broker", "web", "zookeeper", "bookie"]
         if self.secure:
             names += ["broker_tls", "web_tls"]
@@ -734,7 +671,7 @@ class ApachePulsar:
                 ports[names[len(ports)]] = port
         self.ports = ports
 
-    # -- lifecycle ---------------------------------------------------------------------
+    # -- lifecycle (the parts BrokerProcess asks for) ------------------------------------
 
     def start(self, timeout: float | None = None) -> float:
         """Start the broker and wait until it is ready; return the seconds it took.
@@ -746,25 +683,12 @@ class ApachePulsar:
             BrokerStartError: with the tail of the log, after killing the JVM.
             DistributionError: the distribution or Java is not there.
         """
-        if self.running:
-            msg = f"{self.name} is already running (pid {self.pid})"
-            raise RuntimeError(msg)
-        timeout = self.start_timeout if timeout is None else timeout
-        self.home = ensure_distribution()
-        first = self.starts == 0
-        attempts = 3 if first else 1
-        for attempt in range(1, attempts + 1):
-            if first:
-                self._pick_ports()
-            try:
-                return self._start_once(timeout, wipe=first)
-            except BrokerStartError as exc:
-                if attempt == attempts or "Address already in use" not in exc.log_tail:
-                    raise
-        msg = "unreachable"
-        raise AssertionError(msg)
+        return super().start(timeout)
 
-    def _command(self, wipe: bool) -> list[str]:
+    def _before_start(self) -> None:
+        self.home = ensure_distribution()
+
+    def _command(self, first: bool) -> list[str]:
         exe, _ = java()
         assert self.home is not None
         zk, bk = self.data_dir / "zookeeper", self.data_dir / "bookkeeper"
@@ -784,61 +708,27 @@ class ApachePulsar:
             "--bookkeeper-port", str(self.ports["bookie"]),
             "--bookkeeper-dir", str(bk),
         ]  # fmt: skip
-        if wipe:
+        if first:
             cmd.append("--wipe-data")
         return cmd
 
-    def _start_once(self, timeout: float, *, wipe: bool) -> float:
+    def _prepare(self, first: bool) -> None:
         template = (CONFIG_DIR / "standalone.conf").read_text("utf-8")
         self.config_path.write_text(render_config(template, self.settings()), "utf-8")
-        if wipe:
+        if first:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.starts += 1
-        cmd = self._command(wipe)
-        env = {**os.environ, "PULSAR_STANDALONE_USE_ZOOKEEPER": "1"}
-        with self.log_path.open("ab") as log:
-            header = (
-                f"=== fixture: start #{self.starts} of {self.name} (Apache Pulsar "
-                f"{PULSAR_VERSION}) at {time.strftime('%Y-%m-%dT%H:%M:%S')}: "
-                f"{' '.join(cmd)} ===\n"
-            )
-            log.write(header.encode())
-            log.flush()
-            self._log_start = log.tell()
-            t0 = time.monotonic()
-            self._proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.root,
-                env=env,
-                start_new_session=True,
-            )
-        deadline = t0 + timeout
-        while True:
-            rc = self._proc.poll()
-            if rc is not None:
-                self._proc = None
-                msg = f"{self.name}: the broker JVM exited with status {rc} while starting"
-                raise BrokerStartError(msg, self.log_tail())
-            if time.monotonic() > deadline:
-                self._kill_proc()
-                msg = (
-                    f"{self.name}: Apache Pulsar on {self.service_url} was not ready within "
-                    f"{timeout:.0f} s (CONNECT, admin API, public/default)"
-                )
-                raise BrokerStartError(msg, self.log_tail())
-            if self._ready():
-                break
-            time.sleep(0.2)
-        elapsed = time.monotonic() - t0
-        self.start_seconds.append(elapsed)
-        self._note(f"ready after {elapsed:.1f} s")
-        return elapsed
 
-    def _ready(self) -> bool:
+    def _env(self) -> Mapping[str, str]:
+        return {**os.environ, "PULSAR_STANDALONE_USE_ZOOKEEPER": "1"}
+
+    def _not_ready(self, timeout: float) -> str:
+        return (
+            f"{self.name}: Apache Pulsar on {self.service_url} was not ready within "
+            f"{timeout:.0f} s (CONNECT, admin API, public/default)"
+        )
+
+    def _probe(self, left: float) -> bool:
         """CONNECT answered with CONNECTED, and ``public/default`` listed by the admin API."""
         if "messaging service is ready" not in self.log_text(self._log_start):
             return False
@@ -866,128 +756,16 @@ class ApachePulsar:
         self.server_version = reply.server_version
         return True
 
-    def _guard(self, what: str) -> None:
-        if self.shared:
-            msg = (
-                f"{what}() on the shared session broker {self.name}: use the "
-                "fresh_apache_pulsar fixture for tests that stop or restart a broker"
-            )
-            raise RuntimeError(msg)
+    def _after_ready(self, elapsed: float) -> None:
+        self._note(f"ready after {elapsed:.1f} s")
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """SIGTERM (the starter's shutdown hook closes broker and bookie), then SIGKILL
-        after ``timeout``. Returns the exit status."""
-        self._guard("stop")
-        proc = self._proc
-        if proc is None:
-            return None
-        t0 = time.monotonic()
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._note(f"no exit {timeout:g} s after SIGTERM: SIGKILL")
-        rc = self._kill_proc()
-        self.stop_seconds.append(time.monotonic() - t0)
-        self._note(f"stopped (status {rc})")
-        return rc
-
-    def kill(self) -> int | None:
-        """SIGKILL the process group, as a crash would."""
-        self._guard("kill")
-        rc = self._kill_proc()
-        self._note(f"killed with SIGKILL (status {rc})")
-        return rc
-
-    def restart(self, timeout: float | None = None) -> float:
-        """:meth:`stop` then :meth:`start` on the same ports and data; the start time."""
-        self._guard("restart")
-        self.stop()
-        return self.start(timeout)
-
-    def _kill_proc(self) -> int | None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return None
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: no stray JVM threads
-        return proc.wait()
-
-    def close(self) -> None:
-        """Teardown: kill the JVM (whatever ``shared`` says) and remove the data."""
-        if self._proc is not None:
-            self._kill_proc()
-            self._note("killed at teardown")
+    def _cleanup(self) -> None:
         shutil.rmtree(self.data_dir, ignore_errors=True)
-        _LIVE.discard(self)
-
-    def _note(self, text: str) -> None:
-        with contextlib.suppress(OSError), self.log_path.open("a", encoding="utf-8") as log:
-            log.write(f"=== fixture: {self.name} {text} ===\n")
-
-    # -- observation ----------------------------------------------------------------------
-
-    def log_size(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except FileNotFoundError:
-            return 0
-
-    def log_text(self, since: int = 0) -> str:
-        try:
-            with self.log_path.open("rb") as f:
-                f.seek(since)
-                return f.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, lines: int = TAIL_LINES, since: int = 0) -> str:
-        size = self.log_size()
-        text = self.log_text(max(since, size - 512 * 1024))
-        return "\n".join(text.splitlines()[-lines:])
-
-    def rss_bytes(self) -> int:
-        """Resident memory of the JVM (VmRSS)."""
-        if not self.running:
-            msg = f"{self.name} is not running"
-            raise RuntimeError(msg)
-        status = Path(f"/proc/{self.pid}/status").read_text()
-        m = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
-        if not m:
-            msg = f"no VmRSS in /proc/{self.pid}/status"
-            raise RuntimeError(msg)
-        return int(m.group(1)) * 1024
-
-    def figures(self) -> str:
-        """Cold start, restarts and RSS as one line, for reports."""
-        parts = [f"{self.name}:"]
-        if self.start_seconds:
-            parts.append(f"cold start {self.start_seconds[0]:.1f} s")
-        if len(self.start_seconds) > 1:
-            parts.append("restarts " + ", ".join(f"{s:.1f}" for s in self.start_seconds[1:])
-                         + " s")
-        if self.stop_seconds:
-            parts.append("stops " + ", ".join(f"{s:.1f}" for s in self.stop_seconds) + " s")
-        if self.running:
-            parts.append(f"RSS {self.rss_bytes() / 2**20:.0f} MiB")
-        return " ".join(parts)
 
 
-_ORPHAN_GUARD = _orphan_guard()
-_LIVE: set[ApachePulsar] = set()
+_ORPHAN_GUARD = orphan_guard()
 #: Figures of every instance that started, printed at the end of the run.
 _FIGURES: dict[str, str] = {}
-
-
-def _kill_leftovers() -> None:
-    for broker in list(_LIVE):
-        with contextlib.suppress(Exception):
-            broker.close()
-
-
-atexit.register(_kill_leftovers)
 
 
 # ---------------------------------------------------------------------------
@@ -1154,9 +932,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
     """Poll ``check`` every 0.1 s; ``TimeoutError`` naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            msg = f"{what}: not within {timeout:g} s"
-            raise TimeoutError(msg)
-        time.sleep(0.1)
+    if not poll_until(check, timeout):
+        msg = f"{what}: not within {timeout:g} s"
+        raise TimeoutError(msg)

@@ -63,18 +63,12 @@ pulsar-lite 0.2.0 behaviours met while building this (beyond brokers.md's quirks
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import random
 import re
 import secrets
 import selectors
-import shutil
-import signal
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -83,6 +77,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from broker_process import (
+    BrokerProcess,
+    BrokerStartError,
+    free_port,
+    handshake,
+    orphan_guard,
+    port_is_free,
+)
 
 from pulsar_spark.protocol import Frame, FrameDecoder, encode_command, pb
 
@@ -100,6 +102,7 @@ __all__ = [
     "PulsarLite",
     "compression_type",
     "free_port",
+    "port_is_free",
     "message_id_str",
     "official_client",
     "produce",
@@ -157,77 +160,15 @@ _METRICS_LINE = "Metrics endpoint listening"
 _LOG_LEVELS = ("info", "debug", "trace")  # the config check needs the info lines
 
 
-class BrokerStartError(RuntimeError):
-    """A broker did not come up; the message ends with the tail of its log."""
-
-    def __init__(self, message: str, log_tail: str) -> None:
-        super().__init__(f"{message}\n--- broker log (tail) ---\n{log_tail}")
-        self.log_tail = log_tail
-
-
 def _binary() -> Path:
     from pulsar_lite.binary_finder import find_pulsar_lite_binary
 
     return Path(find_pulsar_lite_binary())
 
 
-def _orphan_guard() -> list[str]:
-    """A command prefix that SIGKILLs the broker when the thread that started it dies.
-
-    Teardown and an atexit hook kill brokers on every orderly exit, but not when the test
-    process itself is killed or aborts (the official client can abort it: quirk 3).
-    util-linux ``setpriv --pdeathsig`` sets PR_SET_PDEATHSIG and execs the broker, so
-    the pid stays the broker's. Caveat of PR_SET_PDEATHSIG: the signal follows the
-    *thread* that spawned the broker, so start brokers from a thread that outlives them
-    (fixtures run in the main thread).
-    """
-    setpriv = shutil.which("setpriv")
-    if setpriv is None or not sys.platform.startswith("linux"):
-        return []
-    return [setpriv, "--pdeathsig", "KILL", "--"]
-
-
 # ---------------------------------------------------------------------------
 # Ports
 # ---------------------------------------------------------------------------
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(lo), int(hi)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def port_is_free(port: int) -> bool:
-    """Whether 127.0.0.1:port can be bound now (strictly: no SO_REUSEADDR)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    """A free loopback port *below* the ephemeral range.
-
-    The kernel hands out ephemeral ports as source ports of outgoing connections; a broker
-    port taken from that range could be grabbed by some client socket while the broker is
-    down for a restart.
-    """
-    lo, _ = _ephemeral_range()
-    top = min(lo - 1, 32767)
-    if top > 12000:
-        rng = random.Random()
-        for _ in range(200):
-            port = rng.randint(10000, top)
-            if port_is_free(port):
-                return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _parse_url(url: str) -> tuple[str, int]:
@@ -245,31 +186,8 @@ def _parse_url(url: str) -> tuple[str, int]:
 
 def pulsar_handshake(host: str, port: int, timeout: float = 2.0) -> pb.CommandConnected | None:
     """Open a connection, send CONNECT, return the CONNECTED reply (``None`` on anything else)."""
-    connect = pb.BaseCommand(
-        type=pb.BaseCommand.CONNECT,
-        connect=pb.CommandConnect(client_version="readiness", protocol_version=21),
-    )
-    deadline = time.monotonic() + timeout
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
-            s.sendall(encode_command(connect))
-            decoder = FrameDecoder()
-            while True:
-                frame = decoder.next_frame()
-                if frame is not None:
-                    if frame.command.type == pb.BaseCommand.CONNECTED:
-                        return frame.command.connected
-                    return None
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                s.settimeout(left)
-                data = s.recv(65536)
-                if not data:
-                    return None
-                decoder.feed(data)
-    except (OSError, ValueError):
-        return None
+    reply = handshake(host, port, timeout=timeout, client_version="readiness")
+    return reply if isinstance(reply, pb.CommandConnected) else None
 
 
 # ---------------------------------------------------------------------------
@@ -288,14 +206,15 @@ def _toml_value(value: object) -> str:
     raise TypeError(msg)
 
 
-class PulsarLite:
+class PulsarLite(BrokerProcess):
     """One pulsar-lite broker process, with its port, data, config and log in ``root``.
 
     ``root`` holds ``pulsar-lite.toml``, ``broker.log`` (stdout and stderr of every start,
     appended, each start headed by a ``=== fixture: start #N ===`` line) and the RocksDB
     data (``data.rocksdb``: pulsar-lite appends ``.rocksdb`` to ``--db-path``). The port is
     picked at the first start and kept, so :meth:`restart` comes back on the same address
-    with the same data.
+    with the same data. Process handling (start loop, stop, kill, restart, log, RSS) is
+    :class:`broker_process.BrokerProcess`'s.
 
     Args:
         root: the instance's directory (created if needed).
@@ -310,6 +229,12 @@ class PulsarLite:
         **config: top-level config keys, see :data:`PULSAR_LITE_CONFIG_KEYS`;
             ``default_partitions`` defaults to 0.
     """
+
+    tail_lines = TAIL_LINES
+    stop_timeout = STOP_TIMEOUT
+    probe_interval = 0.005
+    fresh_fixture = "fresh_pulsar_lite"
+    process_label = "pulsar-lite"
 
     def __init__(
         self,
@@ -335,37 +260,19 @@ class PulsarLite:
         if log_level not in _LOG_LEVELS:
             msg = f"log_level must be one of {_LOG_LEVELS} (the config check reads info lines)"
             raise ValueError(msg)
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.name = name
+        super().__init__(root, name=name, shared=shared, start_timeout=start_timeout)
         self.config: dict[str, Any] = {"default_partitions": 0, **config}
         self.metrics = metrics
         self.log_level = log_level
         self.extra_toml = extra_toml
-        self.start_timeout = start_timeout
-        self.shared = shared
         self._port = port
         self._port_fixed = port is not None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log_start = 0  # log offset where the current start's output begins
-        #: Seconds from spawn to CONNECTED, one per successful start; [0] is the cold start.
-        self.start_seconds: list[float] = []
-        #: Seconds each :meth:`stop` took, and whether SIGKILL was needed.
-        self.stop_seconds: list[float] = []
-        self.stop_needed_sigkill = False
-        self.starts = 0
-        self.server_version: str | None = None
-        _LIVE.add(self)
 
     # -- paths and properties ---------------------------------------------
 
     @property
     def config_path(self) -> Path:
         return self.root / "pulsar-lite.toml"
-
-    @property
-    def log_path(self) -> Path:
-        return self.root / "broker.log"
 
     @property
     def db_path(self) -> Path:
@@ -390,19 +297,6 @@ class PulsarLite:
     @property
     def service_url(self) -> str:
         return f"pulsar://{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def cold_start_seconds(self) -> float | None:
-        """Spawn-to-CONNECTED time of the first start (empty data directory)."""
-        return self.start_seconds[0] if self.start_seconds else None
 
     @property
     def default_partitions(self) -> int:
@@ -443,7 +337,7 @@ class PulsarLite:
             )
             raise BrokerStartError(msg, self.log_tail())
 
-    # -- lifecycle -----------------------------------------------------------
+    # -- lifecycle (the parts BrokerProcess asks for) ------------------------
 
     def start(self, timeout: float | None = None) -> float:
         """Start the broker and wait until it answers CONNECT; return the seconds it took.
@@ -451,30 +345,23 @@ class PulsarLite:
         Ready means: the log of this start says ``Server listening on 127.0.0.1:PORT``,
         a Pulsar CONNECT gets CONNECTED back, the process is still alive and its logged
         settings match the config. Otherwise :class:`BrokerStartError` (with the log tail),
-        after killing the process.
+        after killing the process. Only the first start on a port picked here may move to
+        another port (it lost a race for it); a restart comes back where it was.
         """
-        if self.running:
-            msg = f"{self.name} is already running (pid {self.pid})"
-            raise RuntimeError(msg)
-        timeout = self.start_timeout if timeout is None else timeout
-        # Only the first start on a port we picked ourselves may move to another port
-        # (it lost a race for it); a restart must come back where it was.
-        attempts = 1 if (self._port_fixed or self.starts) else 3
-        for attempt in range(1, attempts + 1):
-            if self._port is None or attempt > 1:
-                self._port = free_port()
-            try:
-                return self._start_once(timeout)
-            except BrokerStartError as exc:
-                if attempt == attempts or "Address already in use" not in exc.log_tail:
-                    raise
-        msg = "unreachable"
-        raise AssertionError(msg)
+        return super().start(timeout)
 
-    def _start_once(self, timeout: float) -> float:
+    def _ports_movable(self) -> bool:
+        return not self._port_fixed
+
+    def _pick_ports(self, attempt: int) -> None:
+        if self._port is None or attempt > 1:
+            self._port = free_port()
+
+    def _prepare(self, first: bool) -> None:
         self.config_path.write_text(self._toml(), "utf-8")
-        self.starts += 1
-        cmd = [
+
+    def _command(self, first: bool) -> list[str]:
+        return [
             *_ORPHAN_GUARD,
             str(_binary()),
             "--addr", self.address,
@@ -482,177 +369,28 @@ class PulsarLite:
             "--config", str(self.config_path),
             "--log-level", self.log_level,
         ]  # fmt: skip
-        with self.log_path.open("ab") as log:
-            header = (
-                f"=== fixture: start #{self.starts} of {self.name} at "
-                f"{time.strftime('%Y-%m-%dT%H:%M:%S')}: {' '.join(cmd)} ===\n"
-            )
-            log.write(header.encode())
-            log.flush()
-            self._log_start = log.tell()
-            t0 = time.monotonic()
-            self._proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.root,
-                start_new_session=True,
-            )
-        listening = f"Server listening on {self.address}"
-        deadline = t0 + timeout
-        while True:
-            rc = self._proc.poll()
-            if rc is not None:
-                self._proc = None
-                msg = f"{self.name}: pulsar-lite exited with status {rc} while starting"
-                raise BrokerStartError(msg, self.log_tail())
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._kill_proc()
-                msg = (
-                    f"{self.name}: pulsar-lite on {self.address} did not answer CONNECT "
-                    f"within {timeout:.1f} s"
-                )
-                raise BrokerStartError(msg, self.log_tail())
-            # The log line guards against a stranger on the port answering for us.
-            if listening in self.log_text(self._log_start):
-                connected = pulsar_handshake(self.host, self.port, timeout=min(2.0, left))
-                if connected is not None and self._proc.poll() is None:
-                    elapsed = time.monotonic() - t0
-                    self.server_version = connected.server_version
-                    break
-            time.sleep(0.005)
-        try:
-            self._check_effective_config(self.log_text(self._log_start))
-        except BrokerStartError:
-            self._kill_proc()
-            raise
-        self.start_seconds.append(elapsed)
-        return elapsed
 
-    def _guard(self, what: str) -> None:
-        if self.shared:
-            msg = (
-                f"{what}() on the shared session broker {self.name}: use the "
-                "fresh_pulsar_lite fixture for tests that stop or restart a broker"
-            )
-            raise RuntimeError(msg)
+    def _probe(self, left: float) -> bool:
+        # The log line guards against a stranger on the port answering for us.
+        if f"Server listening on {self.address}" not in self.log_text(self._log_start):
+            return False
+        connected = pulsar_handshake(self.host, self.port, timeout=min(2.0, left))
+        if connected is None:
+            return False
+        self.server_version = connected.server_version
+        return True
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """SIGTERM, wait up to ``timeout``, then SIGKILL. Returns the exit status."""
-        self._guard("stop")
-        proc = self._proc
-        if proc is None:
-            return None
-        t0 = time.monotonic()
-        rc = proc.poll()
-        if rc is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                rc = proc.wait(timeout)
-                self.stop_needed_sigkill = False
-            except subprocess.TimeoutExpired:
-                self.stop_needed_sigkill = True
-                proc.kill()
-                rc = proc.wait()
-        self.stop_seconds.append(time.monotonic() - t0)
-        self._proc = None
-        self._note(f"stopped (status {rc})")
-        return rc
+    def _not_ready(self, timeout: float) -> str:
+        return (
+            f"{self.name}: pulsar-lite on {self.address} did not answer CONNECT "
+            f"within {timeout:.1f} s"
+        )
 
-    def kill(self) -> int | None:
-        """SIGKILL, as a crash would. Returns the exit status."""
-        self._guard("kill")
-        rc = self._kill_proc()
-        self._note(f"killed with SIGKILL (status {rc})")
-        return rc
-
-    def restart(self, timeout: float | None = None) -> float:
-        """:meth:`stop` then :meth:`start` on the same port and data; returns the start time."""
-        self._guard("restart")
-        self.stop()
-        return self.start(timeout)
-
-    def _kill_proc(self) -> int | None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        return proc.wait()
-
-    def close(self) -> None:
-        """Teardown: make sure the process is gone (SIGKILL), whatever ``shared`` says."""
-        if self._proc is not None:
-            self._kill_proc()
-            self._note("killed at teardown")
-        _LIVE.discard(self)
-
-    def _note(self, text: str) -> None:
-        with contextlib.suppress(OSError), self.log_path.open("a", encoding="utf-8") as log:
-            log.write(f"=== fixture: {self.name} {text} ===\n")
-
-    def __enter__(self) -> PulsarLite:
-        if not self.running:
-            self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    # -- observation ---------------------------------------------------------
-
-    def log_size(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except FileNotFoundError:
-            return 0
-
-    def log_text(self, since: int = 0) -> str:
-        """The log from byte offset ``since`` on."""
-        try:
-            with self.log_path.open("rb") as f:
-                f.seek(since)
-                return f.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, lines: int = TAIL_LINES, since: int = 0) -> str:
-        """The last ``lines`` lines of the log (of the part from ``since`` on)."""
-        size = self.log_size()
-        # Read at most the last 256 KiB: enough for any sane tail.
-        text = self.log_text(max(since, size - 256 * 1024))
-        return "\n".join(text.splitlines()[-lines:])
-
-    def rss_bytes(self) -> int:
-        """Resident memory of the broker process (VmRSS from /proc/PID/status)."""
-        if not self.running:
-            msg = f"{self.name} is not running"
-            raise RuntimeError(msg)
-        status = Path(f"/proc/{self.pid}/status").read_text()
-        m = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
-        if not m:
-            msg = f"no VmRSS in /proc/{self.pid}/status"
-            raise RuntimeError(msg)
-        return int(m.group(1)) * 1024
+    def _after_ready(self, elapsed: float) -> None:
+        self._check_effective_config(self.log_text(self._log_start))
 
 
-_ORPHAN_GUARD = _orphan_guard()
-
-#: Every PulsarLite not yet closed, killed at interpreter exit as a last resort.
-_LIVE: set[PulsarLite] = set()
-
-
-def _kill_leftovers() -> None:
-    for broker in list(_LIVE):
-        with contextlib.suppress(Exception):
-            broker.close()
-
-
-atexit.register(_kill_leftovers)
+_ORPHAN_GUARD = orphan_guard()
 
 
 class BrokerFactory:
