@@ -86,6 +86,8 @@ from broker_process import (
     BrokerStartError,
     free_port,
     handshake,
+    log_marks,
+    log_sections,
     orphan_guard,
     poll_until,
 )
@@ -902,7 +904,7 @@ def _instances_of(item: pytest.Item) -> list[ApachePulsar]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    item.stash[_LOG_MARKS] = {id(b): b.log_size() for b in _instances_of(item)}
+    item.stash[_LOG_MARKS] = log_marks(_instances_of(item))
     yield
 
 
@@ -913,14 +915,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not report.failed:
         return
     marks = item.stash.get(_LOG_MARKS, {})
-    for instance in _instances_of(item):
-        since = marks.get(id(instance), 0)
-        scope = "since the test began" if id(instance) in marks else "all"
-        title = (
-            f"Apache Pulsar {instance.name} log, {scope}, last 200 lines "
-            f"(whole log: {instance.log_path})"
-        )
-        report.sections.append((title, instance.log_tail(200, since=since) or "(empty)"))
+    report.sections.extend(log_sections("Apache Pulsar", _instances_of(item), marks))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

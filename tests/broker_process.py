@@ -10,7 +10,8 @@ written before each start, how ports are picked and what "ready" means.
 
 Also here: :func:`free_port` (a loopback port below the ephemeral range),
 :func:`orphan_guard` (``setpriv --pdeathsig``), :func:`handshake` (a Pulsar CONNECT) and
-:func:`poll_until`. Every instance not yet closed is killed at interpreter exit.
+:func:`poll_until`, and :func:`log_marks` / :func:`log_sections` for the plugins'
+failed-test reports. Every instance not yet closed is killed at interpreter exit.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,6 +39,8 @@ __all__ = [
     "BrokerStartError",
     "free_port",
     "handshake",
+    "log_marks",
+    "log_sections",
     "orphan_guard",
     "poll_until",
     "port_is_free",
@@ -205,7 +208,7 @@ class BrokerProcess:
     #: Seconds between two readiness probes.
     probe_interval = 0.1
     #: The fixture named when a shared instance refuses to stop.
-    fresh_fixture = "a fresh_* fixture"
+    fresh_fixture = "fresh_*"
     #: What exited, in :class:`BrokerStartError` messages.
     process_label = "the broker"
     #: Put after the name in start headers.
@@ -480,6 +483,33 @@ class BrokerProcess:
         if self.running:
             parts.append(f"RSS {self.rss_bytes() / 2**20:.0f} MiB")
         return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Logs in failed-test reports
+# ---------------------------------------------------------------------------
+
+
+def log_marks(brokers: Iterable[BrokerProcess]) -> dict[int, int]:
+    """Where each broker's log ends now, by ``id``: taken when a test body begins."""
+    return {id(b): b.log_size() for b in brokers}
+
+
+def log_sections(
+    label: str, brokers: Iterable[BrokerProcess], marks: Mapping[int, int], lines: int = 200
+) -> list[tuple[str, str]]:
+    """Report sections ``(title, text)``: each broker's last ``lines`` log lines since its
+    mark, or of all its log when it has none (a broker started by the test itself)."""
+    sections = []
+    for broker in brokers:
+        since = marks.get(id(broker), 0)
+        scope = "since the test began" if id(broker) in marks else "all"
+        title = (
+            f"{label} {broker.name} log, {scope}, last {lines} lines "
+            f"(whole log: {broker.log_path})"
+        )
+        sections.append((title, broker.log_tail(lines, since=since) or "(empty)"))
+    return sections
 
 
 #: Every broker not yet closed, killed at interpreter exit as a last resort.

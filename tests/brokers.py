@@ -82,6 +82,8 @@ from broker_process import (
     BrokerStartError,
     free_port,
     handshake,
+    log_marks,
+    log_sections,
     orphan_guard,
     port_is_free,
 )
@@ -1209,7 +1211,7 @@ def _proxies_of(item: pytest.Item) -> list[FaultProxy]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     # Remember where each broker's log stood when the test body began.
-    item.stash[_LOG_MARKS] = {id(b): b.log_size() for b in _brokers_of(item)}
+    item.stash[_LOG_MARKS] = log_marks(_brokers_of(item))
     yield
 
 
@@ -1219,16 +1221,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: pytest.TestReport = outcome.get_result()
     if not report.failed:
         return
+    # A broker started by the test itself has no mark: all of its log is the test's.
     marks = item.stash.get(_LOG_MARKS, {})
-    for broker in _brokers_of(item):
-        # A broker started by the test itself has no mark: all of its log is the test's.
-        since = marks.get(id(broker), 0)
-        scope = "since the test began" if id(broker) in marks else "all"
-        title = (
-            f"pulsar-lite {broker.name} log, {scope}, last 200 lines "
-            f"(whole log: {broker.log_path})"
-        )
-        report.sections.append((title, broker.log_tail(200, since=since) or "(empty)"))
+    report.sections.extend(log_sections("pulsar-lite", _brokers_of(item), marks))
     for proxy in _proxies_of(item):
         report.sections.append((f"fault proxy {proxy.service_url}", repr(proxy.stats())))
 
