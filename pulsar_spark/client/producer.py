@@ -555,14 +555,9 @@ def partition_key_text(key: str | bytes) -> str:
     return key if isinstance(key, str) else base64.b64encode(key).decode()
 
 
-def send_rows(send: Callable[..., bool], table, first_sequence_id: int | None = None) -> int:
-    """Call ``send(value, key, properties, event_time[, sequence_id])`` for each row of
-    an Arrow table; return how many calls returned True.
-
-    Raises:
-        ClientError: a column other than value, key, properties and eventTime,
-            or no value column; the message lists the accepted ones.
-    """
+def _checked_columns(table: pa.Table | pa.RecordBatch) -> set[str]:
+    """The table's column names; ClientError unless ``value`` plus only key,
+    properties and eventTime."""
     names = set(table.schema.names)
     allowed = {"value", "key", "properties", "eventTime"}
     if "value" not in names or not names <= allowed:
@@ -571,6 +566,18 @@ def send_rows(send: Callable[..., bool], table, first_sequence_id: int | None = 
             f"got {sorted(names)}"
         )
         raise ClientError(msg)
+    return names
+
+
+def send_rows(send: Callable[..., bool], table, first_sequence_id: int | None = None) -> int:
+    """Call ``send(value, key, properties, event_time[, sequence_id])`` for each row of
+    an Arrow table; return how many calls returned True.
+
+    Raises:
+        ClientError: a column other than value, key, properties and eventTime,
+            or no value column; the message lists the accepted ones.
+    """
+    names = _checked_columns(table)
     values = table.column("value").to_pylist()
     keys = table.column("key").to_pylist() if "key" in names else None
     props = table.column("properties").to_pylist() if "properties" in names else None
@@ -701,14 +708,7 @@ class _Rows:
     column: per row its metadata head and tail, tombstone flag, payload and size."""
 
     def __init__(self, table: pa.Table | pa.RecordBatch) -> None:
-        names = set(table.schema.names)
-        allowed = {"value", "key", "properties", "eventTime"}
-        if "value" not in names or not names <= allowed:
-            msg = (
-                f"send_batch needs a 'value' column and accepts only {sorted(allowed)}; "
-                f"got {sorted(names)}"
-            )
-            raise ClientError(msg)
+        names = _checked_columns(table)
         n = self.n = table.num_rows
         column = table.column("value")
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from brokers import free_port, produce, read_all
+from brokers import mixed_messages as _messages
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
@@ -23,20 +24,6 @@ UTC = dt.timezone.utc
 #: The columns compared with the official client (it does not expose sequence ids).
 COLUMNS = ["key", "value", "topic", "partition", "messageId", "publishTime", "eventTime",
            "properties", "producerName"]
-
-
-def _messages(n: int, *, start: int = 0) -> list[dict]:
-    out = []
-    for i in range(start, start + n):
-        message: dict = {"value": f"value-{i}".encode() * (1 + i % 3)}
-        if i % 4:
-            message["key"] = f"key-{i % 5}"
-        if i % 3:
-            message["properties"] = {"i": str(i), "ü": "ñ"}
-        if i % 2:
-            message["event_time"] = 1_700_000_000_000 + i
-        out.append(message)
-    return out
 
 
 def _ms(ms: int | None) -> dt.datetime | None:
