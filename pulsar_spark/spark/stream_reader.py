@@ -215,7 +215,6 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """``Trigger.AvailableNow``: stop at what is there now."""
-        self._target = None
         self._target = self._latest_positions({})
 
     def getDefaultReadLimit(self):
@@ -230,7 +229,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _latest_offset(self, start: dict | None, limit: object) -> dict:
         start = dict(start or {})
         if self._target is not None:
-            latest = {t: p for t, p in self._target.items()}
+            latest = dict(self._target)
             for topic, position in start.items():
                 latest.setdefault(topic, position)
         else:

@@ -62,7 +62,7 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
 
     def __init__(self, options: PulsarOptions, columns: tuple[str, ...]) -> None:
         super().__init__(options, columns)
-        self._next_row = 0
+        self._base = self._next_row = 0
 
     def _task(self) -> tuple[str, int, int]:
         """(query id, partition id, batch id) of the running task."""
@@ -83,16 +83,14 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         return f"{prefix}-{query}-{partition}"
 
     def _send(self, producer: object, table: pa.Table) -> int:
-        if self._next_row == 0:
-            self._next_row = sequence_base(self._task()[2])
         first, self._next_row = self._next_row, self._next_row + table.num_rows
-        if self._next_row - sequence_base(self._task()[2]) > ROWS_PER_BATCH:
+        if self._next_row - self._base > ROWS_PER_BATCH:
             msg = f"a task wrote more than {ROWS_PER_BATCH} rows in one micro-batch"
             raise RuntimeError(msg)
         return producer.send_batch(table, first_sequence_id=first)  # type: ignore[attr-defined]
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
-        self._next_row = 0
+        self._base = self._next_row = sequence_base(self._task()[2])
         return super().write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
