@@ -57,3 +57,26 @@ def child_report(**figures: float) -> None:
         kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     figures["rss_mib"] = kib / 1024
     print(json.dumps(figures))
+
+
+def spark_session(app: str, cores: int = 2, *extra_sources: type):
+    """A ``local[cores]`` session for a benchmark, quiet, with the "pulsar" format and
+    ``extra_sources`` registered; its Python workers run this interpreter."""
+    import os
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from pulsar_spark import PulsarDataSource
+
+    spark = (SparkSession.builder.master(f"local[{cores}]").appName(app)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(cores))
+             .config("spark.driver.memory", "2g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    for source in (PulsarDataSource, *extra_sources):
+        spark.dataSource.register(source)
+    return spark

@@ -36,17 +36,15 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _broker import broker_url
+from _broker import broker_url, spark_session
 
 from pulsar_spark.client import PulsarClient
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
-from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from pulsar_spark import PulsarDataSource
 from pulsar_spark.protocol import ROW_SCHEMA
 from pulsar_spark.spark import SPARK_SCHEMA
 
@@ -167,15 +165,7 @@ def main() -> int:
 
         results: dict[int, tuple[float, float]] = {}
         for cores in (1, 2):
-            spark = (SparkSession.builder.master(f"local[{cores}]")
-                     .appName(f"bench-spark-read-{cores}")
-                     .config("spark.ui.enabled", "false")
-                     .config("spark.ui.showConsoleProgress", "false")
-                     .config("spark.driver.memory", "2g")
-                     .getOrCreate())
-            spark.sparkContext.setLogLevel("ERROR")
-            spark.dataSource.register(PulsarDataSource)
-            spark.dataSource.register(MemoryDataSource)
+            spark = spark_session(f"bench-spark-read-{cores}", cores, MemoryDataSource)
             pulsar_df = (spark.read.format("pulsar").option("service.url", url)
                          .option("topic", topic)
                          .option("minPartitions", str(args.partitions)).load())

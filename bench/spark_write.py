@@ -35,17 +35,14 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _broker import broker_url
+from _broker import broker_url, spark_session
 
 from pulsar_spark.client import PulsarClient
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
-from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
-
-from pulsar_spark import PulsarDataSource
 
 
 @dataclass
@@ -112,15 +109,7 @@ def main() -> int:
 
         results: dict[int, tuple[float, float]] = {}
         for cores in (1, 2):
-            spark = (SparkSession.builder.master(f"local[{cores}]")
-                     .appName(f"bench-spark-write-{cores}")
-                     .config("spark.ui.enabled", "false")
-                     .config("spark.ui.showConsoleProgress", "false")
-                     .config("spark.driver.memory", "2g")
-                     .getOrCreate())
-            spark.sparkContext.setLogLevel("ERROR")
-            spark.dataSource.register(PulsarDataSource)
-            spark.dataSource.register(CountingDataSource)
+            spark = spark_session(f"bench-spark-write-{cores}", cores, CountingDataSource)
             df = spark.range(0, n, 1, args.partitions).selectExpr(
                 f"cast(repeat('x', {args.size}) as binary) as value").cache()
             assert df.count() == n

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _broker import broker_url
+from _broker import broker_url, spark_session
 
 from pulsar_spark.client import PulsarClient
 
@@ -38,18 +38,7 @@ os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 from pyspark.sql import SparkSession
 
-from pulsar_spark import PulsarDataSource
-
 _STAMP = struct.Struct(">d")
-
-
-def _session() -> SparkSession:
-    spark = (SparkSession.builder.master("local[2]").appName("pulsar-spark-bench-stream")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(PulsarDataSource)
-    return spark
 
 
 def latency(spark: SparkSession, url: str, rate: int, seconds: float) -> list[float]:
@@ -121,7 +110,7 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=300_000)
     parser.add_argument("--service-url")
     args = parser.parse_args()
-    spark = _session()
+    spark = spark_session("pulsar-spark-bench-stream")
     try:
         with broker_url(args.service_url, "bench-stream-") as url:
             seen = sorted(latency(spark, url, args.rate, args.seconds))
