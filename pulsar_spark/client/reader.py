@@ -455,6 +455,7 @@ class PartitionReader:
             ledger, entry_id, self.partition, metadata, payload,
             broker_entry_metadata=frame.broker_entry_metadata,
             limit=self._chunks.max_message_size,
+            split=False,  # the builder locates the items of many entries at once
         )
         start, inclusive = self._resume_point()
         positions = select(entry, ack_set=message.ack_set, start=start, start_inclusive=inclusive)

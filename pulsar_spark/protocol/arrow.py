@@ -42,8 +42,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .batch import split_batch
 from .entry import Entry, decode_key, text
 from .errors import CorruptMessage, ProtocolError
+from .items import locate_items, locate_uniform
 from .message_id import to_signed64
 from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, map_array
 from .wire import WireError, encode_varint, fields
@@ -112,16 +114,16 @@ class ArrowBatchBuilder:
     def _reset(self) -> None:
         self.rows = 0
         self._pool.clear()
-        self._entry_base: list[int] = []  # where each entry's data starts in the pool
-        # Per item of every added entry (selected or not): payload start
-        # (relative to its entry's data) and size.
-        self._starts: list[int] = []
-        self._sizes: list[int] = []
-        # Per selected row: item number over all items, and its batch index.
-        self._picked: list[int] = []
-        self._batch_indexes: list[int] = []
-        # Per entry.
+        # Per added entry: where its data starts in the pool, its length, its
+        # item count, its items' payload starts and sizes when already known
+        # (else None: located in build()), the positions picked (None: all)
+        # and the batch indexes of its items.
+        self._entry_base: list[int] = []
+        self._entry_len: list[int] = []
         self._item_counts: list[int] = []
+        self._located: list[tuple[Sequence[int], Sequence[int]] | None] = []
+        self._positions: list[Sequence[int] | None] = []
+        self._indexes: list[Sequence[int]] = []
         self._publish: list[int] = []
         self._producers: list[str] = []
         self._base_seqs: list[int] = []
@@ -131,7 +133,6 @@ class ArrowBatchBuilder:
         self._broker_times: list[int] = []
         self._first_index: list[int] = []
         self._has_index: list[bool] = []
-        self._items = 0
 
     @property
     def value_bytes(self) -> int:
@@ -139,31 +140,28 @@ class ArrowBatchBuilder:
         return self._pool.used
 
     def add(self, entry: Entry, positions: Sequence[int] | None = None) -> None:
-        """Append the messages of ``entry`` at ``positions`` (all by default)."""
+        """Append the messages of ``entry`` at ``positions`` (all by default).
+
+        The entry's items need not be located yet (``open_entry(split=False)``):
+        :meth:`build` locates those of all entries at once.
+        """
         count = entry.count
-        if positions is None:
-            positions = range(count)
-        n = len(positions)
+        n = count if positions is None else len(positions)
         if not n:
             return
-        if entry.smms is None:
+        if not entry.batched:
             data, starts, sizes = _as_batch_of_one(entry)
+            located: tuple[Sequence[int], Sequence[int]] | None = (starts, sizes)
         else:
-            data, starts, sizes = entry.data, entry.starts, entry.sizes
+            data = entry.data
+            located = (entry.starts, entry.sizes) if entry.located else None
         meta = entry.metadata
-        first = self._items
         self._entry_base.append(self._pool.append(data))
-        self._starts.extend(starts)
-        self._sizes.extend(sizes)
-        indexes = entry.batch_indexes
-        if n == count:
-            self._picked.extend(range(first, first + count))
-            self._batch_indexes.extend(indexes)
-        else:
-            self._picked.extend([first + p for p in positions])
-            self._batch_indexes.extend([indexes[p] for p in positions])
-        self._items = first + count
+        self._entry_len.append(len(data))
         self._item_counts.append(count)
+        self._located.append(located)
+        self._positions.append(None if n == count else positions)
+        self._indexes.append(entry.batch_indexes)
         self._publish.append(meta.publish_time)
         self._producers.append(text(meta.producer_name))
         self._base_seqs.append(meta.sequence_id)
@@ -192,31 +190,122 @@ class ArrowBatchBuilder:
         finally:
             self._reset()
 
+    def _picks(self, item_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: its item number over all items, and its batch index."""
+        counts = self._item_counts
+        total = int(item_first[-1]) + counts[-1]
+        if all(p is None for p in self._positions) and all(
+            type(i) is range and i.start == 0 and i.step == 1 for i in self._indexes
+        ):
+            picked = np.arange(total, dtype=np.int64)
+            return picked, picked - np.repeat(item_first, counts)
+        picked: list[int] = []
+        batch_indexes: list[int] = []
+        for first, positions, indexes, count in zip(
+            item_first.tolist(), self._positions, self._indexes, counts, strict=True
+        ):
+            if positions is None:
+                picked.extend(range(first, first + count))
+                batch_indexes.extend(indexes)
+            else:
+                picked.extend([first + p for p in positions])
+                batch_indexes.extend([indexes[p] for p in positions])
+        return np.array(picked, np.int64), np.array(batch_indexes, np.int64)
+
+    def _locate(
+        self, data: np.ndarray, item_first: np.ndarray, exact: set[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per item over all entries: payload start (in the pool) and size; and
+        whether the place was guessed (to be checked against its metadata).
+
+        Entries in ``exact`` are split by :func:`.batch.split_batch`.
+        """
+        counts = np.array(self._item_counts, np.int64)
+        bases = np.array(self._entry_base, np.int64)
+        total = int(counts.sum())
+        starts = np.empty(total, np.int64)
+        sizes = np.empty(total, np.int64)
+        guessed = np.zeros(total, np.bool_)
+        lazy = [e for e, known in enumerate(self._located) if known is None and e not in exact]
+        fits = np.zeros(0, np.bool_)
+        if lazy:
+            at = np.array(lazy, np.int64)
+            fits, item_sizes, _, payload_starts = locate_uniform(
+                data, bases[at], np.array(self._entry_len, np.int64)[at], counts[at]
+            )
+            fit = at[fits]
+            if len(fit):
+                first = np.repeat(item_first[fit], counts[fit])
+                rank = np.arange(len(first)) - np.repeat(
+                    np.cumsum(counts[fit]) - counts[fit], counts[fit]
+                )
+                where = first + rank
+                starts[where] = payload_starts
+                sizes[where] = np.repeat(item_sizes[fits], counts[fit])
+                guessed[where] = True
+        uniform = set(np.array(lazy, np.int64)[fits].tolist()) if lazy else set()
+        view = self._pool.memory()
+        for e, known in enumerate(self._located):
+            if e in uniform:
+                continue
+            first, count, base = int(item_first[e]), self._item_counts[e], self._entry_base[e]
+            part = view[base : base + self._entry_len[e]]
+            if known is not None:
+                rel_starts, rel_sizes = known
+            elif e in exact:
+                try:
+                    _, rel_starts, rel_sizes = split_batch(part, count)
+                except ProtocolError as exc:
+                    raise type(exc)(exc.reason, message_id=self._prefixes[e] + "-1") from exc
+            else:
+                try:
+                    rel_starts, rel_sizes = locate_items(part, count)
+                except ProtocolError as exc:  # split_batch gives the verdict
+                    raise _Relocate(e) from exc
+                guessed[first : first + count] = True
+            if count == 1:
+                starts[first] = base + rel_starts[0]
+                sizes[first] = rel_sizes[0]
+            else:
+                starts[first : first + count] = np.asarray(rel_starts, np.int64) + base
+                sizes[first : first + count] = rel_sizes
+        return starts, sizes, guessed
+
     def _build(self) -> pa.RecordBatch:
+        exact: set[int] = set()
+        while True:  # at most once more per entry whose guessed layout was wrong
+            try:
+                return self._build_located(exact)
+            except _Relocate as again:  # noqa: PERF203 (rare)
+                exact.add(again.entry)
+
+    def _build_located(self, exact: set[int]) -> pa.RecordBatch:
         n = self.rows
         data = self._pool.view()
         item_counts = np.array(self._item_counts, np.int64)
+        item_first = np.cumsum(item_counts) - item_counts
         item_entry = np.repeat(np.arange(len(item_counts)), item_counts)
         entry_base = np.array(self._entry_base, np.int64)
-        starts = np.array(self._starts, np.int64) + entry_base[item_entry]
-        sizes = np.array(self._sizes, np.int64)
+        starts, sizes, guessed = self._locate(data, item_first, exact)
         # An item's metadata ends where its payload starts, and begins after
         # the 4-byte size that follows the previous item's payload (or that
         # opens its entry's data).
         smm_starts = np.empty_like(starts)
         smm_starts[1:] = starts[:-1] + sizes[:-1]
-        smm_starts[np.cumsum(item_counts) - item_counts] = entry_base
+        smm_starts[item_first] = entry_base
         smm_starts += 4
-        picked = np.array(self._picked, np.int64)
+        picked, batch_indexes = self._picks(item_first)
         row_entry = item_entry[picked]
-        batch_indexes = np.array(self._batch_indexes, np.int64)
-        values = self._pool.values(smm_starts - 4, starts, picked, sizes)
-        starts = starts[picked]
         try:
-            cols = decode_smm_columns(data, smm_starts[picked], starts)
+            cols = decode_smm_columns(data, smm_starts[picked], starts[picked])
         except ProtocolError as exc:
-            where = self._row_id(row_entry, batch_indexes, getattr(exc, "item", None))
+            row = getattr(exc, "item", None)
+            if row is not None and guessed[picked[row]]:
+                raise _Relocate(int(row_entry[row])) from exc
+            where = self._row_id(row_entry, batch_indexes, row)
             raise type(exc)(exc.reason, message_id=where) from exc
+        self._check_guesses(cols, data, smm_starts, starts, sizes, guessed, picked, item_entry)
+        values = self._pool.values(smm_starts - 4, starts, picked, sizes)
 
         seq = np.array(self._base_seqs, np.uint64)[row_entry]
         seq = np.where(  # uint64 arithmetic wraps like the wire's
@@ -240,11 +329,53 @@ class ArrowBatchBuilder:
             pa.array(seq.view(np.int64)),
             self._timestamps(np.array(self._broker_times, np.uint64)[row_entry], row_entry,
                              batch_indexes, "broker publish time", unset=0),
-            self._indexes(row_entry, batch_indexes),
+            self._broker_indexes(row_entry, batch_indexes),
         ]
-        return pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
+        batch = pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
+        if cols.compacted_out.any():
+            # select() leaves them in for entries added before being located.
+            unlocated = np.array([known is None for known in self._located], np.bool_)
+            dropped = cols.compacted_out & unlocated[row_entry]
+            if dropped.any():
+                batch = batch.filter(pa.array(~dropped))
+        return batch
 
-    def _indexes(self, row_entry: np.ndarray, batch_indexes: np.ndarray) -> pa.Array:
+    def _check_guesses(
+        self,
+        cols: SmmColumns,
+        data: np.ndarray,
+        smm_starts: np.ndarray,
+        starts: np.ndarray,
+        sizes: np.ndarray,
+        guessed: np.ndarray,
+        picked: np.ndarray,
+        item_entry: np.ndarray,
+    ) -> None:
+        """Raise :class:`_Relocate` for an entry whose guessed item places do not
+        agree with its items' ``payload_size``.
+
+        Every item of a guessed entry is checked, picked or not: item ``k + 1``
+        is where the guess put it only if item ``k``'s size was right.
+        """
+        wrong = guessed[picked] & (~cols.has_payload_size | (cols.payload_size != sizes[picked]))
+        if wrong.any():
+            raise _Relocate(int(item_entry[picked[int(np.flatnonzero(wrong)[0])]]))
+        unpicked = np.ones(len(starts), np.bool_)
+        unpicked[picked] = False
+        unpicked &= guessed
+        if not unpicked.any():
+            return
+        others = np.flatnonzero(unpicked)
+        try:
+            more = decode_smm_columns(data, smm_starts[others], starts[others])
+        except ProtocolError as exc:
+            row = getattr(exc, "item", None)
+            raise _Relocate(int(item_entry[others[row or 0]])) from exc
+        wrong = ~more.has_payload_size | (more.payload_size != sizes[others])
+        if wrong.any():
+            raise _Relocate(int(item_entry[others[int(np.flatnonzero(wrong)[0])]]))
+
+    def _broker_indexes(self, row_entry: np.ndarray, batch_indexes: np.ndarray) -> pa.Array:
         present = np.array(self._has_index, np.bool_)[row_entry]
         if not present.any():
             return pa.nulls(len(row_entry), pa.int64())
@@ -319,6 +450,14 @@ class ArrowBatchBuilder:
         return self._prefixes[int(row_entry[row])] + str(int(batch_indexes[row]))
 
 
+class _Relocate(Exception):
+    """An entry's items were not where they were guessed to be: split it exactly."""
+
+    def __init__(self, entry: int) -> None:
+        super().__init__(entry)
+        self.entry = entry
+
+
 _MAX_MS = (2**63 - 1) // 1000
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
 _MAX_ARROW_BYTES = 2**31 - 1
@@ -369,6 +508,9 @@ class _Pool:
 
     def view(self) -> np.ndarray:
         return np.frombuffer(self._mem, np.uint8, self.used)
+
+    def memory(self) -> memoryview:
+        return self._mem[: self.used]
 
     def values(
         self, item_starts: np.ndarray, payload_starts: np.ndarray, picked: np.ndarray,

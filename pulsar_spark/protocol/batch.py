@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError
 from . import PulsarApi_pb2 as pb
 from .errors import BatchDecodeError
 
-__all__ = ["BatchItems", "split_batch", "encode_batch", "is_batch"]
+__all__ = ["BatchItems", "check_count", "split_batch", "encode_batch", "is_batch"]
 
 _U32 = struct.Struct(">I")
 SingleMessageMetadata = pb.SingleMessageMetadata
@@ -44,6 +44,23 @@ class BatchItems(NamedTuple):
     sizes: list[int]
 
 
+def check_count(count: int, size: int) -> None:
+    """Refuse an item count that a ``size``-byte batch payload cannot hold.
+
+    Every item takes at least 4 bytes, so a lying count fails here without
+    anything being allocated in proportion to it.
+
+    Raises:
+        BatchDecodeError: ``count`` is not positive, or above ``size / 4``.
+    """
+    if count <= 0:
+        msg = f"batch declares {count} messages"
+        raise BatchDecodeError(msg)
+    if count * 4 > size:
+        msg = f"batch declares {count} messages but its payload has only {size} bytes"
+        raise BatchDecodeError(msg)
+
+
 def split_batch(
     data: bytes | bytearray | memoryview,
     count: int,
@@ -61,14 +78,7 @@ def split_batch(
             message names the item's index and byte position.
     """
     end = len(data)
-    if count <= 0:
-        msg = f"batch declares {count} messages"
-        raise BatchDecodeError(msg)
-    # Every item takes at least 4 bytes, so a lying count fails here without
-    # allocating anything in proportion to it.
-    if count * 4 > end:
-        msg = f"batch declares {count} messages but its payload has only {end} bytes"
-        raise BatchDecodeError(msg)
+    check_count(count, end)
     view = data if isinstance(data, memoryview) else memoryview(data)
     smms: list[pb.SingleMessageMetadata] = []
     starts: list[int] = []

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import PulsarApi_pb2 as pb
-from .batch import split_batch
+from .batch import BatchItems, check_count, split_batch
 from .codecs import decompress
 from .errors import BatchDecodeError, CorruptMessage, ProtocolError
 from .framing import DEFAULT_MAX_FRAME_SIZE
@@ -36,7 +36,13 @@ __all__ = ["Entry", "Message", "open_entry", "select", "messages", "decode_key",
 
 @dataclass(slots=True)
 class Entry:
-    """A decompressed (and, for a batch, split) entry, before filtering."""
+    """A decompressed entry, before filtering.
+
+    The items of a batch are located (split) on first use of :attr:`smms`,
+    :attr:`starts` or :attr:`sizes`, or at once by :func:`open_entry` unless it
+    is told ``split=False``: :class:`~.arrow.ArrowBatchBuilder` locates the
+    items of many entries together, without protobuf objects.
+    """
 
     ledger: int
     entry: int
@@ -44,22 +50,49 @@ class Entry:
     metadata: pb.MessageMetadata
     #: Decompressed payload.
     data: bytes | bytearray | memoryview
-    #: Per item: SingleMessageMetadata (batches only), payload start and size.
-    smms: list[pb.SingleMessageMetadata] | None
-    starts: list[int]
-    sizes: list[int]
     #: The batch index of each item: ``range(n)``, or the kept indexes of a
     #: compacted batch; ``[-1]`` for a message that is not batched.
     batch_indexes: Sequence[int]
+    #: Whether the payload is a batch (``num_messages_in_batch`` is present).
+    batched: bool
     broker_entry_metadata: pb.BrokerEntryMetadata | None = None
+    _items: BatchItems | None = None
 
     @property
     def count(self) -> int:
-        return len(self.starts)
+        return len(self.batch_indexes)
 
     @property
-    def batched(self) -> bool:
-        return self.smms is not None
+    def located(self) -> bool:
+        """Whether the items' places (and metadata) are known yet."""
+        return self._items is not None
+
+    @property
+    def items(self) -> BatchItems:
+        """Per item: SingleMessageMetadata (empty list when not batched), payload
+        start and size.
+
+        Raises:
+            CorruptMessage: the batch does not split, naming the entry.
+        """
+        if self._items is None:
+            try:
+                self._items = split_batch(self.data, self.count)
+            except ProtocolError as exc:
+                raise type(exc)(exc.reason, message_id=self.id_text()) from exc
+        return self._items
+
+    @property
+    def smms(self) -> list[pb.SingleMessageMetadata] | None:
+        return self.items.metadata if self.batched else None
+
+    @property
+    def starts(self) -> list[int]:
+        return self.items.starts
+
+    @property
+    def sizes(self) -> list[int]:
+        return self.items.sizes
 
     @property
     def is_marker(self) -> bool:
@@ -81,8 +114,9 @@ def open_entry(
     *,
     broker_entry_metadata: pb.BrokerEntryMetadata | None = None,
     limit: int = DEFAULT_MAX_FRAME_SIZE,
+    split: bool = True,
 ) -> Entry:
-    """Decompress and split one entry.
+    """Decompress and (unless ``split=False``) split one entry.
 
     Args:
         ledger, entry, partition: where the entry lives (for ids and errors).
@@ -90,12 +124,16 @@ def open_entry(
         payload: the frame's payload (for a chunked message, the reassembled one).
         limit: most bytes decompression may allocate; a larger declared
             ``uncompressed_size`` is corruption.
+        split: locate a batch's items now, parsing each item's metadata; with
+            ``False`` only the item count is checked against the payload size,
+            and a batch that does not split fails where its items are located.
 
     Raises:
         CorruptMessage: (a subclass of) with the entry's message id in it.
     """
     where = f"{ledger}:{entry}:{partition}:-1"
     batched = metadata.HasField("num_messages_in_batch")
+    items = None
     try:
         if not metadata.compression or (
             # A tombstone may travel with no payload bytes at all, even when a
@@ -108,15 +146,17 @@ def open_entry(
         if batched:
             kept = metadata.compacted_batch_indexes
             count = len(kept) if kept else metadata.num_messages_in_batch
-            smms, starts, sizes = split_batch(data, count)
+            if split:
+                items = split_batch(data, count)
+            else:
+                check_count(count, len(data))
             indexes: Sequence[int] = _kept_indexes(kept) if kept else range(count)
         else:
-            smms, starts, sizes, indexes = None, [0], [len(data)], (-1,)
+            items, indexes = BatchItems([], [0], [len(data)]), (-1,)
     except ProtocolError as exc:
         raise type(exc)(exc.reason, message_id=where) from exc
     return Entry(
-        ledger, entry, partition, metadata, data, smms, starts, sizes, indexes,
-        broker_entry_metadata,
+        ledger, entry, partition, metadata, data, indexes, batched, broker_entry_metadata, items
     )
 
 
@@ -130,7 +170,9 @@ def select(
     """Positions (into the entry's item lists) of the messages to deliver.
 
     ``entry.count - len(result)`` items were filtered, and their permits are
-    owed back to the broker.
+    owed back to the broker. ``compacted_out`` items are filtered here when
+    the entry is :attr:`~Entry.located`; otherwise
+    :class:`~.arrow.ArrowBatchBuilder` drops them when it decodes their metadata.
 
     Args:
         ack_set: ``CommandMessage.ack_set`` words; bit i clear = item i acked.
@@ -155,9 +197,10 @@ def select(
                 indexes = entry.batch_indexes
                 first = start.batch_index if start_inclusive else start.batch_index + 1
                 keep = [i for i in keep if indexes[i] >= first]
-    smms = entry.smms
-    if smms is not None:
-        keep = [i for i in keep if not smms[i].compacted_out]
+    if entry.batched:
+        if entry.located:
+            smms = entry.items.metadata
+            keep = [i for i in keep if not smms[i].compacted_out]
         if ack_set:
             indexes = entry.batch_indexes
             keep = [i for i in keep if _bit(ack_set, indexes[i])]

@@ -4,7 +4,9 @@ Every input goes through the whole receive pipeline (:func:`run_pipeline`):
 a :class:`FrameDecoder` with a small frame limit, fed in random pieces and
 closed; for each payload frame the :class:`ChunkAssembler` (chunks),
 :func:`open_entry` with the same limit, :func:`select`, :func:`messages` and
-:class:`ArrowBatchBuilder`. The invariant: only
+:class:`ArrowBatchBuilder`; beside it, the reader's own path (``open_entry(split=False)``,
+items located by the builder), which must end the same way: the same batch, or
+a ProtocolError where the first path's build raised one. The invariant: only
 :class:`~pulsar_spark.protocol.errors.ProtocolError` may come out, never any
 other exception; no input hangs; and (sampled with tracemalloc) no input
 makes the decoder allocate much beyond the frame limit.
@@ -124,6 +126,8 @@ class _Sink:
     def __init__(self) -> None:
         self.assembler = ChunkAssembler(max_pending=4, max_message_size=4 * LIMIT)
         self.builder = ArrowBatchBuilder(TOPIC, partition=1)
+        # The same entries, opened without splitting: the builder locates items.
+        self.lazy = ArrowBatchBuilder(TOPIC, partition=1)
         self.rows = 0
         self.built = 0
 
@@ -156,6 +160,12 @@ class _Sink:
             messages(entry)
         except ProtocolError:
             return
+        # What opened split opens unsplit (only the item count is checked).
+        lazy = open_entry(
+            ledger, entry_id, partition, metadata, payload,
+            broker_entry_metadata=frame.broker_entry_metadata, limit=LIMIT, split=False,
+        )
+        self.lazy.add(lazy, select(lazy, ack_set=ack_set))
         self.builder.add(entry, chosen)
         self.rows += len(chosen)
         if self.builder.rows > 64:
@@ -168,10 +178,15 @@ class _Sink:
             batch = self.builder.build()
         except ProtocolError as exc:
             assert exc.message_id is not None
+            with pytest.raises(ProtocolError) as lazy_error:
+                self.lazy.build()
+            assert lazy_error.value.message_id is not None
         else:
             assert batch.num_rows == rows
             self.built += rows
+            assert self.lazy.build().equals(batch)
         assert self.builder.rows == 0
+        assert self.lazy.rows == 0
 
 
 def run_pipeline(data: bytes, cuts: list[int]) -> None:

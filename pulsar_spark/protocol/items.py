@@ -1,0 +1,189 @@
+"""Where the items of batch payloads lie, found without building protobuf objects.
+
+Wire grammar of a batch payload (after decompression), as :mod:`.batch` has it::
+
+    batch   = item{N}
+    item    = smm_size:u32  smm[smm_size]  payload[payload_size]
+    smm     = field*        payload_size is field 3, wire type 0 (tag 0x18)
+
+Finding item ``k + 1`` needs item ``k``'s ``payload_size``, so a batch is a
+chain. Two ways along it, both ending in the same check:
+
+* :func:`locate_uniform`, for many batches at once with whole-array calls:
+  guess that every item of a batch is as long as its first (fixed-size
+  records from one producer, the common case), and keep the guess for the
+  batches where every guessed item starts with the first one's ``smm_size``
+  and the items tile the payload exactly.
+* :func:`locate_items`, one batch, a short Python loop per item that reads
+  ``smm_size`` and the first ``payload_size`` field.
+
+Neither decodes the rest of the metadata, and neither is the last word: the
+caller decodes every item's metadata with :func:`.smm_columns.decode_smm_columns`
+and compares its ``payload_size`` (the last occurrence wins, as in protobuf)
+with the length used here. A batch that differs is split again by
+:func:`.batch.split_batch`, whose errors name the item at fault.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import BatchDecodeError
+
+__all__ = ["locate_items", "locate_uniform"]
+
+_PAYLOAD_SIZE_TAG = 0x18
+
+
+def locate_items(data: bytes | bytearray | memoryview, count: int) -> tuple[list[int], list[int]]:
+    """Payload start and size of each of the ``count`` items of one batch payload.
+
+    Raises:
+        BatchDecodeError: an item runs past the payload, its metadata has no
+            readable ``payload_size``, or bytes are left after the last item.
+    """
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    end = len(view)
+    starts: list[int] = []
+    sizes: list[int] = []
+    add_start, add_size = starts.append, sizes.append
+    from_bytes = int.from_bytes
+    pos = 0
+    for index in range(count):
+        if pos + 4 > end:
+            msg = f"batch item {index} at byte {pos} is cut off before its metadata size"
+            raise BatchDecodeError(msg, item=index)
+        smm = pos + 4
+        smm_end = smm + from_bytes(view[pos:smm], "big")
+        if smm_end > end:
+            msg = (
+                f"metadata of batch item {index} ({smm_end - smm} bytes at byte {smm}) runs "
+                f"past the end of the {end}-byte payload"
+            )
+            raise BatchDecodeError(msg, item=index)
+        # The common layouts: payload_size first, as a 1- or 2-byte varint.
+        if smm + 1 < smm_end and view[smm] == _PAYLOAD_SIZE_TAG and view[smm + 1] < 0x80:
+            size = view[smm + 1]
+        elif (
+            smm + 2 < smm_end and view[smm] == _PAYLOAD_SIZE_TAG and view[smm + 2] < 0x80
+        ):
+            size = (view[smm + 1] & 0x7F) | view[smm + 2] << 7
+        else:
+            size = _payload_size(view, smm, smm_end, index)
+        pos = smm_end + size
+        if pos > end:
+            msg = (
+                f"payload of batch item {index} ({size} bytes at byte {smm_end}) runs "
+                f"past the end of the {end}-byte payload"
+            )
+            raise BatchDecodeError(msg, item=index)
+        add_start(smm_end)
+        add_size(size)
+    if pos != end:
+        msg = f"{end - pos} bytes are left after the {count} messages the batch declares"
+        raise BatchDecodeError(msg)
+    return starts, sizes
+
+
+def _payload_size(view: memoryview, pos: int, end: int, index: int) -> int:
+    """The first ``payload_size`` in the metadata at ``view[pos:end]``, by walking its fields."""
+    while pos < end:
+        tag, pos = _varint(view, pos, end, index)
+        wire = tag & 7
+        if tag == _PAYLOAD_SIZE_TAG:
+            value, _ = _varint(view, pos, end, index)
+            size = value & 0xFFFF_FFFF
+            if size & 0x8000_0000:  # an int32 below zero
+                break
+            return size
+        if wire == 0:
+            _, pos = _varint(view, pos, end, index)
+        elif wire == 2:
+            length, pos = _varint(view, pos, end, index)
+            pos += length
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            break
+    msg = f"batch item {index} has no readable payload_size in its metadata"
+    raise BatchDecodeError(msg, item=index)
+
+
+def _varint(view: memoryview, pos: int, end: int, index: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < end and shift < 70:
+        byte = view[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    msg = f"metadata of batch item {index} has a varint cut off at byte {pos}"
+    raise BatchDecodeError(msg, item=index)
+
+
+def locate_uniform(
+    data: np.ndarray, bases: np.ndarray, lengths: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Guess that every item of batch ``e`` is as long as its first; check the guess.
+
+    Batch ``e`` is ``data[bases[e] : bases[e] + lengths[e]]`` (``lengths[e] >=
+    4 * counts[e]``) with ``counts[e]`` items.
+
+    Returns:
+        ``(fits, sizes, smm_starts, payload_starts)``: ``fits[e]`` says whether
+        batch ``e`` is laid out as guessed, ``sizes[e]`` is then the payload
+        size of each of its items (still to be checked against their metadata);
+        for the batches that fit only, in order, every item's metadata start
+        and payload start in ``data``.
+    """
+    bases = bases.astype(np.int64)
+    heads = _u32(data, bases)
+    view = memoryview(data)
+    first_sizes = np.array(
+        [
+            _first_size(view, base + 4, base + 4 + head) if 4 + head <= length else -1
+            for base, head, length in zip(
+                bases.tolist(), heads.tolist(), lengths.tolist(), strict=True
+            )
+        ],
+        np.int64,
+    )
+    stride = 4 + heads + first_sizes
+    fits = (first_sizes >= 0) & (counts * stride == lengths) & (counts > 0)
+    item_entry = np.repeat(np.arange(len(bases)), np.where(fits, counts, 0))
+    if len(item_entry):
+        first = np.cumsum(np.where(fits, counts, 0)) - np.where(fits, counts, 0)
+        rank = np.arange(len(item_entry)) - first[item_entry]
+        item_starts = bases[item_entry] + rank * stride[item_entry]
+        wrong = _u32(data, item_starts) != heads[item_entry]
+        if wrong.any():
+            fits[np.unique(item_entry[wrong])] = False
+            keep = fits[item_entry]
+            item_starts, item_entry = item_starts[keep], item_entry[keep]
+        smm_starts = item_starts + 4
+        return fits, first_sizes, smm_starts, smm_starts + heads[item_entry]
+    empty = np.zeros(0, np.int64)
+    return fits, first_sizes, empty, empty
+
+
+def _first_size(view: memoryview, pos: int, end: int) -> int:
+    """The first ``payload_size`` in the metadata at ``view[pos:end]``; -1 when none is read."""
+    try:
+        return _payload_size(view, pos, end, 0)
+    except BatchDecodeError:
+        return -1
+
+
+def _u32(data: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Big-endian u32 at each position (every position has 4 bytes after it)."""
+    at = at.astype(np.int64)
+    out = data[at].astype(np.int64) << 24
+    out |= data[at + 1].astype(np.int64) << 16
+    out |= data[at + 2].astype(np.int64) << 8
+    out |= data[at + 3]
+    return out
