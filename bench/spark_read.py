@@ -2,6 +2,7 @@
 
     python bench/spark_read.py [--messages 1000000] [--size 100] [--runs 3]
                                [--partitions 4] [--service-url URL]
+                               [--option KEY=VALUE ...]
 
 Without ``--service-url`` an embedded pulsar-lite is started. Our producer
 writes ``--messages`` payloads of ``--size`` bytes (batched, LZ4) to one
@@ -144,6 +145,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4, help="minPartitions / slices")
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="another option of the pulsar read (repeatable)")
     args = parser.parse_args()
     n = args.messages
 
@@ -168,7 +171,8 @@ def main() -> int:
             spark = spark_session(f"bench-spark-read-{cores}", cores, MemoryDataSource)
             pulsar_df = (spark.read.format("pulsar").option("service.url", url)
                          .option("topic", topic)
-                         .option("minPartitions", str(args.partitions)).load())
+                         .option("minPartitions", str(args.partitions))
+                         .options(**dict(o.split("=", 1) for o in args.option)).load())
             memory_df = (spark.read.format("pulsar_bench_memory").option("path", path)
                          .option("partitions", str(args.partitions)).load())
             pulsar_s, memory_s = alternating(args.runs, pulsar_df.count, memory_df.count, n)

@@ -204,6 +204,9 @@ def decode_smm_columns(
     if not len(data):  # only empty items: nothing is read, but take() needs one byte
         data = np.zeros(1, np.uint8)
 
+    same = _same_layout(data, starts, ends)
+    if same is not None:
+        return same
     errors: list[tuple[int, str]] = []
     walk = _walk(data, starts, ends, _SMM_SLOTS, 10, _PROPS_TAG, errors)
 
@@ -261,6 +264,145 @@ def decode_smm_columns(
 
 
 # ---------------------------------------------------------------------------
+# Items laid out alike
+# ---------------------------------------------------------------------------
+
+#: Longest metadata read as a layout (longer ones take the walk).
+_MAX_LAYOUT = 64
+#: Slots whose value is a varint, and those whose value is a byte string.
+_VARINT_SLOTS = {_S_PAYLOAD, _S_COMPACTED, _S_EVENT, _S_B64, _S_SEQ, _S_NULL_VALUE, _S_NULL_KEY}
+_BYTES_SLOTS = {_S_KEY, _S_ORDERING}
+
+
+def _layout(first: bytes) -> list[tuple[int, int, int, int]] | None:
+    """The fields of one metadata as (tag offset, tag, value offset, value size).
+
+    None when they hold what :func:`_same_layout` leaves to the walk: properties,
+    multi-byte tags, groups and other bad wire types, varints longer than 9
+    bytes, or bytes that do not end where the metadata does.
+    """
+    out = []
+    pos, end = 0, len(first)
+    while pos < end:
+        tag = first[pos]
+        if tag >= 0x80 or _BAD[tag] or tag == _PROPS_TAG:
+            return None
+        at, wire = pos + 1, tag & 7
+        if wire == 0 or wire == 2:
+            size = 1
+            while at + size <= end and first[at + size - 1] >= 0x80:
+                size += 1
+            if size > 9 or at + size > end:
+                return None
+            if wire == 2:
+                length = 0
+                for k in range(size):
+                    length |= (first[at + k] & 0x7F) << (7 * k)
+                out.append((pos, tag, at + size, length))
+                pos = at + size + length
+            else:
+                out.append((pos, tag, at, size))
+                pos = at + size
+        else:
+            size = 8 if wire == 1 else 4
+            out.append((pos, tag, at, size))
+            pos = at + size
+    return out if pos == end else None
+
+
+def _same_layout(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> SmmColumns | None:
+    """Decode items whose metadata are all laid out like the first, or return None.
+
+    "Laid out alike": the same size, the same tags at the same offsets, every
+    varint of the same length (the continuation bits of its bytes agree) and
+    every length prefix equal. That is the common case of one producer's
+    items (payload size, sequence id, event time, a key of fixed length),
+    and then each field sits at a fixed offset: it is read column-wise from an
+    ``items x size`` byte matrix, with no walk. Anything else (properties,
+    different layouts, anything the walk would refuse) returns None.
+    """
+    n = len(starts)
+    if n < 2:
+        return None
+    size = int(ends[0] - starts[0])
+    if not 0 < size <= _MAX_LAYOUT or (ends - starts != size).any():
+        return None
+    first = data[int(starts[0]) : int(starts[0]) + size].tobytes()
+    fields = _layout(first)
+    if fields is None:
+        return None
+    rows = data[starts[:, None] + np.arange(size)]  # one row per item
+    template = np.frombuffer(first, np.uint8)
+    exact: list[int] = []  # bytes every item has as the first has them
+    cont: list[int] = []  # bytes whose continuation bit agrees
+    for tag_at, tag, value_at, value_size in fields:
+        exact.append(tag_at)
+        if tag & 7 == 2:
+            exact.extend(range(tag_at + 1, value_at))  # the length prefix
+        elif tag & 7 == 0:
+            cont.extend(range(value_at, value_at + value_size))
+    if not (rows[:, exact] == template[exact]).all():
+        return None
+    if cont and not ((rows[:, cont] >= 0x80) == (template[cont] >= 0x80)).all():
+        return None
+
+    false = np.zeros(n, np.bool_)
+    zeros = np.zeros(n, np.int64)
+    values: dict[int, np.ndarray] = {}
+    present: dict[int, int] = {}  # slot -> value offset of its last occurrence
+    for _, tag, value_at, value_size in fields:
+        slot = int(_SMM_SLOTS[tag])
+        if slot == 0:
+            continue
+        present[slot] = value_at
+        if slot in _VARINT_SLOTS:
+            value = np.zeros(n, np.uint64)
+            for k in range(value_size):
+                value |= (rows[:, value_at + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            values[slot] = value
+        else:
+            values[slot] = np.full(n, value_size, np.int64)
+
+    def flag(slot: int) -> np.ndarray:
+        return values[slot] != 0 if slot in values else false
+
+    def number(slot: int) -> np.ndarray:
+        return values[slot] if slot in values else np.zeros(n, np.uint64)
+
+    def span(slot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if slot not in present:
+            return false, zeros, zeros
+        return np.ones(n, np.bool_), starts + present[slot], values[slot]
+
+    has_key, key_start, key_len = span(_S_KEY)
+    has_ordering, ordering_start, ordering_len = span(_S_ORDERING)
+    empty = np.zeros(0, np.int64)
+    return SmmColumns(
+        data=data,
+        payload_size=number(_S_PAYLOAD).astype(np.uint32).view(np.int32).astype(np.int64),
+        has_payload_size=np.full(n, _S_PAYLOAD in present),
+        compacted_out=flag(_S_COMPACTED),
+        event_time=number(_S_EVENT),
+        partition_key_b64_encoded=flag(_S_B64),
+        has_sequence_id=np.full(n, _S_SEQ in present),
+        sequence_id=number(_S_SEQ),
+        null_value=flag(_S_NULL_VALUE),
+        null_partition_key=flag(_S_NULL_KEY),
+        has_key=has_key,
+        key_start=key_start,
+        key_len=key_len,
+        has_ordering_key=has_ordering,
+        ordering_key_start=ordering_start,
+        ordering_key_len=ordering_len,
+        prop_offsets=np.zeros(n + 1, np.int32),
+        prop_key_start=empty,
+        prop_key_len=empty,
+        prop_value_start=empty,
+        prop_value_len=empty,
+    )
+
+
+# ---------------------------------------------------------------------------
 # The walk
 # ---------------------------------------------------------------------------
 
@@ -308,7 +450,8 @@ def _walk(
     step, and leave the walk.
     """
     n = len(starts)
-    vpos = np.full((nslots + 1) * n, -1, np.int64)
+    # Positions fit 32 bits in any buffer Arrow can hold: half the memory to fill.
+    vpos = np.full((nslots + 1) * n, -1, np.int32 if len(data) < 2**31 else np.int64)
     vval = np.zeros((nslots + 1) * n, np.uint64)
     slot_base = slots * n
     reps = _Repeated(repeated_tag, np.zeros(n, np.int64))
@@ -321,14 +464,21 @@ def _walk(
             break
         steps += 1
         f = _read_fields(data, pos, end)
-        if f.uniform >= 0:
-            cell = active + int(slot_base[f.uniform])
+        if f.uniform >= 0 and len(active) == n:  # every message, one field: a row of the table
+            base = int(slot_base[f.uniform])
+            vpos[base : base + n] = f.vstart
+            vval[base : base + n] = f.first
+            if len(f.high):
+                vval[f.high + base] = f.high_value
         else:
-            cell = slot_base.take(f.tag) + active
-        vpos[cell] = f.vstart
-        vval[cell] = f.first
-        if len(f.high):
-            vval[cell.take(f.high)] = f.high_value
+            if f.uniform >= 0:
+                cell = active + int(slot_base[f.uniform])
+            else:
+                cell = slot_base.take(f.tag) + active
+            vpos[cell] = f.vstart
+            vval[cell] = f.first
+            if len(f.high):
+                vval[cell.take(f.high)] = f.high_value
         if f.bad is not None:
             k = int(np.flatnonzero(f.bad)[np.argmin(active[f.bad])])  # lowest message
             i = int(active[k])
@@ -669,6 +819,7 @@ def _varints_window(data: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _data_start(data: np.ndarray, vpos: np.ndarray) -> np.ndarray:
     """Where the bytes of length-delimited fields start, from their value positions; 0 if absent."""
+    vpos = vpos.astype(np.int64)
     start = vpos + 1
     has = vpos >= 0
     long_len = np.flatnonzero((data.take(vpos, mode="clip") >= 0x80) & has)

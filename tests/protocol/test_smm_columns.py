@@ -710,3 +710,70 @@ def test_map_array_rejects_invalid_utf8() -> None:
     cols = decode_smm_columns(buf, starts, ends)
     with pytest.raises(BatchDecodeError, match="property 1 of batch item 1 has a value"):
         map_array(cols)
+
+
+# ---------------------------------------------------------------------------
+# Items laid out alike: read at fixed offsets, no walk
+# ---------------------------------------------------------------------------
+
+#: (field, wire type) of the fields a layout may hold: every known one but
+#: properties, and unknown ones of each skippable wire type.
+_LAYOUT_FIELDS = [(2, 2), (3, 0), (4, 0), (5, 0), (6, 0), (7, 2), (8, 0), (9, 0), (10, 0),
+                  (12, 0), (13, 2), (14, 1), (15, 5)]
+
+
+@st.composite
+def same_layout_items(draw: st.DrawFn) -> list[bytes]:
+    """Several metadata with one layout: the same fields, each value of one size."""
+    spec = draw(st.lists(
+        st.tuples(st.sampled_from(_LAYOUT_FIELDS), st.integers(1, 9)), min_size=1, max_size=6,
+    ))
+    bodies = []
+    for _ in range(draw(st.integers(2, 6))):
+        body = b""
+        for (field, wire), size in spec:
+            if wire == 0:
+                value = draw(st.integers(0, 2 ** (7 * size) - 1))
+                body += vfield(field, value, pad=size - len(varint(value)))
+            elif wire == 2:
+                body += lfield(field, draw(st.binary(min_size=size, max_size=size)))
+            else:
+                body += tag(field, wire) + draw(st.binary(min_size=8 if wire == 1 else 4,
+                                                          max_size=8 if wire == 1 else 4))
+        bodies.append(body)
+    return bodies
+
+
+@SETTINGS
+@given(same_layout_items())
+def test_items_laid_out_alike_are_read_at_fixed_offsets(bodies: list[bytes]) -> None:
+    buf, starts, ends = layout(bodies)
+    assert sc._same_layout(np.frombuffer(buf, np.uint8), starts, ends) is not None
+    assert_like_upb(bodies)
+
+
+def test_layouts_that_differ_are_walked() -> None:
+    # Same size, but the sequence id and the event time swap varint lengths.
+    bodies = [
+        vfield(3, 10) + vfield(8, 300) + vfield(5, 1),
+        vfield(3, 10) + vfield(8, 3) + vfield(5, 300),
+        vfield(3, 10) + vfield(8, 3, pad=1) + vfield(5, 1, pad=1),
+    ]
+    buf, starts, ends = layout(bodies)
+    assert sc._same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
+    assert_like_upb(bodies)
+    # A key of another length, and properties, are walked too.
+    for other in ([lfield(2, b"ab"), lfield(2, b"abc")],
+                  [lfield(1, lfield(1, b"k") + lfield(2, b"v"))] * 2):
+        buf, starts, ends = layout(other)
+        assert sc._same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
+        assert_like_upb(other)
+
+
+def test_a_repeated_field_in_a_layout_keeps_its_last_value() -> None:
+    bodies = [
+        vfield(3, 5) + vfield(8, 7) + vfield(3, 6),
+        vfield(3, 9) + vfield(8, 1) + vfield(3, 2),
+    ]
+    cols = assert_like_upb(bodies)
+    assert cols.payload_size.tolist() == [6, 2]
