@@ -48,6 +48,7 @@ from .errors import CorruptMessage, ProtocolError
 from .items import locate_items, locate_uniform
 from .message_id import to_signed64
 from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, map_array
+from .text_columns import numbered, repeated
 from .wire import WireError, encode_varint, fields
 
 __all__ = ["ROW_SCHEMA", "ArrowBatchBuilder", "base_topic"]
@@ -234,6 +235,8 @@ class ArrowBatchBuilder:
                 data, bases[at], np.array(self._entry_len, np.int64)[at], counts[at]
             )
             fit = at[fits]
+            if len(fit) == len(counts):  # the usual case: every entry as guessed
+                return payload_starts, np.repeat(item_sizes, counts), np.ones(total, np.bool_)
             if len(fit):
                 first = np.repeat(item_first[fit], counts[fit])
                 rank = np.arange(len(first)) - np.repeat(
@@ -295,9 +298,11 @@ class ArrowBatchBuilder:
         smm_starts[item_first] = entry_base
         smm_starts += 4
         picked, batch_indexes = self._picks(item_first)
-        row_entry = item_entry[picked]
+        every = len(picked) == len(starts)  # then picked is 0, 1, 2, ...
+        row_entry = item_entry if every else item_entry[picked]
         try:
-            cols = decode_smm_columns(data, smm_starts[picked], starts[picked])
+            cols = decode_smm_columns(data, *((smm_starts, starts) if every else (
+                smm_starts[picked], starts[picked])))
         except ProtocolError as exc:
             row = getattr(exc, "item", None)
             if row is not None and guessed[picked[row]]:
@@ -315,17 +320,13 @@ class ArrowBatchBuilder:
         columns = [
             self._keys(cols, row_entry, batch_indexes),
             _with_nulls(values, cols.null_value),
-            pc.take(pa.array([self.topic], pa.string()), pa.array(np.zeros(n, np.int32))),
+            repeated([self.topic], np.array([n])),
             pa.array(np.full(n, self.partition, np.int32)),
-            pc.binary_join_element_wise(
-                pc.take(pa.array(self._prefixes, pa.string()), pa.array(row_entry)),
-                pc.cast(pa.array(batch_indexes), pa.string()),
-                "",
-            ),
+            self._message_ids(n, row_entry, batch_indexes),
             self._timestamps(publish, row_entry, batch_indexes, "publish time", unset=None),
             self._timestamps(cols.event_time, row_entry, batch_indexes, "event time", unset=0),
             self._properties(cols, row_entry, batch_indexes),
-            pc.take(pa.array(self._producers, pa.string()), pa.array(row_entry)),
+            repeated(self._producers, np.bincount(row_entry, minlength=len(self._producers))),
             pa.array(seq.view(np.int64)),
             self._timestamps(np.array(self._broker_times, np.uint64)[row_entry], row_entry,
                              batch_indexes, "broker publish time", unset=0),
@@ -339,6 +340,21 @@ class ArrowBatchBuilder:
             if dropped.any():
                 batch = batch.filter(pa.array(~dropped))
         return batch
+
+    def _message_ids(self, n: int, row_entry: np.ndarray, batch_indexes: np.ndarray) -> pa.Array:
+        """``ledger:entry:partition:batchIndex`` of every row."""
+        if n == sum(self._item_counts) and all(
+            p is None and type(i) is range and i.start == 0 and i.step == 1
+            for p, i in zip(self._positions, self._indexes, strict=True)
+        ):  # whole entries: row numbers are batch indexes
+            ids = numbered(self._prefixes, np.array(self._item_counts, np.int64))
+            if ids is not None:
+                return ids
+        return pc.binary_join_element_wise(
+            pc.take(pa.array(self._prefixes, pa.string()), pa.array(row_entry)),
+            pc.cast(pa.array(batch_indexes), pa.string()),
+            "",
+        )
 
     def _check_guesses(
         self,

@@ -181,9 +181,7 @@ def _first_size(view: memoryview, pos: int, end: int) -> int:
 
 def _u32(data: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Big-endian u32 at each position (every position has 4 bytes after it)."""
-    at = at.astype(np.int64)
-    out = data[at].astype(np.int64) << 24
-    out |= data[at + 1].astype(np.int64) << 16
-    out |= data[at + 2].astype(np.int64) << 8
-    out |= data[at + 3]
-    return out
+    return data[at.astype(np.int64)[:, None] + _AR4].view(">u4").ravel().astype(np.int64)
+
+
+_AR4 = np.arange(4, dtype=np.int64)
