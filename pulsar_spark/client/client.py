@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
@@ -17,7 +17,7 @@ from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
-from .reader import PartitionReader, last_message_id, message_id_at_time
+from .reader import PartitionReader, first_entry, last_message_id, message_id_at_time
 from .routing import PartitionedProducer
 from .subscription import acknowledge_cumulative, unsubscribe
 
@@ -167,6 +167,16 @@ class PulsarClient:
         return message_id_at_time(self._lookup, name, publish_time,
                                   operation_timeout=self.operation_timeout)
 
+    def entry_exists(self, topic: str, message_id: str | MessageId) -> bool:
+        """Whether the entry of ``message_id`` is still stored in ``topic`` (a
+        non-partitioned topic or one partition): retention, truncation and
+        deletion remove entries. Nothing is decoded: a chunk of a message counts."""
+        name = self._one_partition(topic, "look for entries of")
+        at = parse_position(message_id, "message_id")
+        at = MessageId(at.ledger, at.entry, at.partition, -1)
+        found = first_entry(self._lookup, name, at, operation_timeout=self.operation_timeout)
+        return found is not None and (found[0].ledger, found[0].entry) == (at.ledger, at.entry)
+
     def acknowledge_cumulative(
         self, topic: str, subscription: str, message_id: str | MessageId
     ) -> None:
@@ -246,6 +256,7 @@ class PulsarClient:
         end_inclusive: bool = True,
         receiver_queue_size: int = 1000,
         batch_rows: int = 10_000,
+        missing_start: Callable[[MessageId, MessageId], None] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
         starts) as RecordBatches with the row schema.
@@ -258,6 +269,10 @@ class PulsarClient:
 
         A partitioned topic is read partition by partition; a name ending in
         ``-partition-N`` reads that partition only.
+
+        ``missing_start(start, first)`` is called when ``start`` is a message id
+        whose entry is gone (the broker began at ``first``, a later entry); it
+        may raise to end the read.
         """
         start_time = publish_time_ms(start, "start") if isinstance(start, dt.datetime) else None
         end_time = publish_time_ms(end, "end") if isinstance(end, dt.datetime) else None
@@ -274,7 +289,7 @@ class PulsarClient:
                 self._lookup, partition, start=first, start_inclusive=start_inclusive,
                 start_time=start_time, end=stop, end_inclusive=stop_inclusive,
                 receiver_queue_size=receiver_queue_size, batch_rows=batch_rows,
-                operation_timeout=self.operation_timeout,
+                operation_timeout=self.operation_timeout, missing_start=missing_start,
             )
             yield from reader
 

@@ -56,6 +56,7 @@ from .names import TopicName
 __all__ = [
     "Backoff",
     "PartitionReader",
+    "first_entry",
     "get_last_message_id",
     "last_message_id",
     "message_id_at_time",
@@ -172,10 +173,16 @@ class PartitionReader:
         idle_timeout: seconds without data before checking whether the end
             was already passed (it may be a marker the broker never sends).
         operation_timeout: how long a reconnect or a stall may last.
+        missing_start: called with (start, first entry) when the start is a
+            message id whose entry is gone (retention, truncation, deletion):
+            the broker began at a later entry. It may raise to fail the read.
     """
 
     #: Seconds without a message, while the broker has more, before re-subscribing.
     STALL = 10.0
+    #: Seconds the read waits past its end for the missing chunks of a message it
+    #: began (the Java consumer's expireTimeOfIncompleteChunkedMessage).
+    CHUNK_WAIT = 60.0
     #: Entries the flow window holds at least (see ``receiver_queue_size``).
     BATCHES_IN_FLIGHT = 4
     #: Most messages the window grows to for large batches.
@@ -196,6 +203,7 @@ class PartitionReader:
         batch_bytes: int = 64 << 20,
         idle_timeout: float = 2.0,
         operation_timeout: float = 30.0,
+        missing_start: Callable[[MessageId, MessageId], None] | None = None,
     ) -> None:
         if receiver_queue_size < 1:
             msg = f"receiver_queue_size must be at least 1, not {receiver_queue_size}"
@@ -210,6 +218,10 @@ class PartitionReader:
         self._end = end
         self._end_inclusive = end_inclusive
         self._queue = receiver_queue_size
+        self._missing_start = missing_start
+        #: (ledger, entry) of the first entry that begins a message read (a chunked
+        #: message begins at its first chunk, though its id is its last chunk's).
+        self.first_start: tuple[int, int] | None = None
         self._batch_rows = batch_rows
         self._batch_bytes = batch_bytes
         self._idle = idle_timeout
@@ -389,6 +401,35 @@ class PartitionReader:
                     raise
                 self._reconnect(str(exc))
 
+    def _peek(self) -> tuple[MessageId, pb.MessageMetadata] | None:
+        """The first entry at or after the start, undecoded (see :func:`first_entry`)."""
+        if self._conn is None:  # else a reconnect subscribed again already
+            self._subscribe()
+        assert self._conn is not None
+        last = get_last_message_id(self._conn, self._consumer_id, self.topic)
+        start = self._start
+        if last is None or (not start.is_earliest and (last.ledger, last.entry) < (
+                start.ledger, start.entry)):
+            return None
+        deadline = time.monotonic() + self._timeout
+        while (left := deadline - time.monotonic()) > 0:
+            frame = self._inbox.get(min(left, self._idle))
+            if frame is None:
+                continue
+            kind = frame.command.type
+            if kind == T.MESSAGE:
+                found = frame.command.message.message_id
+                ledger, entry_id = to_signed64(found.ledgerId), to_signed64(found.entryId)
+                assert frame.metadata is not None
+                return MessageId(ledger, entry_id, self.partition, -1), frame.metadata
+            if kind == T.REACHED_END_OF_TOPIC:
+                return None
+            if kind in (T.CLOSE_CONSUMER, T.TOPIC_MIGRATED):
+                msg = f"{frame.type_name} while probing {self.topic}"
+                raise ConnectionClosed(msg)
+        msg = f"no entry of {self.topic} at or after {start} came within {self._timeout:g} s"
+        raise OperationTimeout(msg)
+
     def _read(self) -> Iterator[pa.RecordBatch]:
         if self._start_time is not None:
             # pulsar-lite drops the connection on a SEEK past the newest message
@@ -423,6 +464,7 @@ class PartitionReader:
                     yield builder.build()
             elif kind == T.REACHED_END_OF_TOPIC:
                 self.end_of_topic = True
+                self._drop_incomplete("the topic was terminated before its last chunk")
                 break
             elif kind in (T.CLOSE_CONSUMER, T.TOPIC_MIGRATED):
                 self._reconnect(frame.type_name)
@@ -438,19 +480,27 @@ class PartitionReader:
         assert metadata is not None and payload is not None
         self._count_permits(metadata.num_messages_in_batch if metadata.HasField(
             "num_messages_in_batch") else 1)
-        if (ledger, entry_id) > (end.ledger, end.entry):
-            return True  # beyond the end: in flight when the end was reached
-        if not self._end_inclusive and end.batch_index < 0 and (
-            (ledger, entry_id) == (end.ledger, end.entry)
-        ):
-            return True  # the entry the (exclusive) end names
+        beyond = (ledger, entry_id) > (end.ledger, end.entry) or (
+            not self._end_inclusive and end.batch_index < 0
+            and (ledger, entry_id) == (end.ledger, end.entry)  # the exclusive end
+        )
+        if beyond and not (is_chunk(metadata) and metadata.uuid in self._chunks):
+            # In flight when the end was reached, or (while chunked messages begun
+            # before the end are completed) a message of a later range.
+            if self._chunks.pending and time.monotonic() - self._progress_at > self.CHUNK_WAIT:
+                self._drop_incomplete(f"no further chunk came for {self.CHUNK_WAIT:.0f} s")
+            return not self._chunks.pending
         if self._processed is not None and (ledger, entry_id) <= self._processed:
             return False  # re-delivered after a reconnect
+        if self._processed is None and self._missing_start is not None:
+            self._check_first_entry(ledger, entry_id)
         if self._start_time is not None:
             if metadata.publish_time < self._start_time:
                 self._mark_processed(ledger, entry_id)  # before the seek time
                 return (ledger, entry_id) >= (end.ledger, end.entry)
             self._start_time = None
+        if self.first_start is None and (not is_chunk(metadata) or metadata.chunk_id == 0):
+            self.first_start = (ledger, entry_id)
         if is_chunk(metadata):
             whole = self._chunks.add(ledger, entry_id, metadata, payload, partition=self.partition)
             if self._chunks.evicted:
@@ -461,7 +511,7 @@ class PartitionReader:
                 raise ChunkError(msg, message_id=f"{ledger}:{entry_id}:{self.partition}:-1")
             if whole is None:
                 self._mark_processed(ledger, entry_id)
-                return (ledger, entry_id) >= (end.ledger, end.entry)
+                return self._at_end(ledger, entry_id, end)
             metadata, payload = whole.metadata, whole.payload
         # The broker bounds the compressed size only: a message (batch, or chunks put
         # together) may inflate well past max_message_size; the assembler's bound
@@ -480,7 +530,35 @@ class PartitionReader:
             positions = [p for p in positions if indexes[p] <= limit]
         builder.add(entry, positions)
         self._mark_processed(ledger, entry_id)
-        return (ledger, entry_id) >= (end.ledger, end.entry)
+        return self._at_end(ledger, entry_id, end)
+
+    def _check_first_entry(self, ledger: int, entry_id: int) -> None:
+        """Report a start entry that is gone: the broker began after it."""
+        start = self._start
+        if start.is_earliest or start.is_latest or self._start_time is not None:
+            return
+        if (ledger, entry_id) > (start.ledger, start.entry):
+            assert self._missing_start is not None
+            self._missing_start(start, MessageId(ledger, entry_id, self.partition, -1))
+
+    def _at_end(self, ledger: int, entry_id: int, end: MessageId) -> bool:
+        """Whether the read is over after the entry at (ledger, entry_id).
+
+        A chunked message belongs to the range that holds its first chunk: when
+        the end falls between its chunks, the read goes on past the end for its
+        remaining chunks (and only those), and the next range, which starts
+        after its first chunks, drops the rest as begun before it.
+        """
+        return (ledger, entry_id) >= (end.ledger, end.entry) and not self._chunks.pending
+
+    def _drop_incomplete(self, why: str) -> None:
+        """Give up on chunked messages that will not be completed, loudly."""
+        for name, (ledger, entry_id) in self._chunks.incomplete():
+            log.warning(
+                "%s: dropping chunked message %r (first chunk %d:%d): %s", self.topic, name,
+                ledger, entry_id, why,
+            )
+        self._chunks.clear()
 
     def _mark_processed(self, ledger: int, entry_id: int) -> None:
         self._processed = (ledger, entry_id)
@@ -533,9 +611,17 @@ class PartitionReader:
             self._reconnect(str(exc))
             return False
         seen = self._processed or (-1, -1)
-        if last is None or (last.ledger, last.entry) <= seen:
-            return True  # the end (say, a marker) will never be dispatched
         quiet = time.monotonic() - self._idle_since
+        if last is None or (last.ledger, last.entry) <= seen:
+            if not self._chunks.pending:
+                return True  # the end (say, a marker) will never be dispatched
+            # Chunks still to come for a message begun in the range: wait as long
+            # as a Pulsar consumer keeps an incomplete chunked message.
+            waited = time.monotonic() - self._progress_at
+            if waited < self.CHUNK_WAIT:
+                return False
+            self._drop_incomplete(f"no further chunk was published for {waited:.0f} s")
+            return True
         if quiet > self._timeout:
             msg = (
                 f"reader on {self.topic} received nothing for {self._timeout:g} s while "
@@ -549,6 +635,23 @@ class PartitionReader:
         return False
 
 
+def first_entry(
+    lookup: LookupService, topic: TopicName, at: MessageId, *, operation_timeout: float = 30.0
+) -> tuple[MessageId, pb.MessageMetadata] | None:
+    """The first entry of ``topic`` (one partition) at or after ``at``, not decoded:
+    its position (batch index -1) and metadata; None when there is none.
+
+    Nothing is reassembled or decompressed: a probe of whether an entry still
+    exists, or of the publish time of the last one (which may be a chunk).
+    """
+    reader = PartitionReader(lookup, topic, start=at, receiver_queue_size=1,
+                             operation_timeout=operation_timeout)
+    try:
+        return reader._retrying(reader._peek)
+    finally:
+        reader.close()
+
+
 def message_id_at_time(
     lookup: LookupService, topic: TopicName, publish_time: int, *, operation_timeout: float = 30.0
 ) -> MessageId | None:
@@ -560,7 +663,13 @@ def message_id_at_time(
     )
     for batch in reader:  # closes the reader when left
         if batch.num_rows:
-            return MessageId.parse(batch.column("messageId")[0].as_py())
+            found = MessageId.parse(batch.column("messageId")[0].as_py())
+            begun = reader.first_start
+            if begun is not None and begun < (found.ledger, found.entry):
+                # A chunked message: it begins at its first chunk (its id is its last
+                # chunk's), and a range that ends here must not hold its first chunks.
+                return MessageId(begun[0], begun[1], found.partition, -1)
+            return found
     return None
 
 
@@ -587,10 +696,5 @@ def newest_publish_time(
     if last is None:
         return None
     entry = MessageId(last.ledger, last.entry, last.partition, -1)
-    reader = PartitionReader(lookup, topic, start=entry, end=entry, receiver_queue_size=10,
-                             operation_timeout=operation_timeout)
-    newest = None
-    for batch in reader:
-        times = batch.column("publishTime").cast(pa.int64()).to_pylist()
-        newest = max([t // 1000 for t in times] + ([newest] if newest is not None else []))
-    return newest
+    found = first_entry(lookup, topic, entry, operation_timeout=operation_timeout)
+    return None if found is None else found[1].publish_time

@@ -90,6 +90,18 @@ class ChunkAssembler:
     def pending(self) -> int:
         return len(self._pending)
 
+    def __contains__(self, uuid: str) -> bool:
+        """Whether a message with this uuid is being assembled."""
+        return uuid in self._pending
+
+    def incomplete(self) -> list[tuple[str, tuple[int, int]]]:
+        """(uuid, (ledger, entry) of the first chunk) of each message being assembled."""
+        return [(uuid, p.first) for uuid, p in self._pending.items()]
+
+    def clear(self) -> None:
+        """Forget the messages being assembled."""
+        self._pending.clear()
+
     def add(
         self,
         ledger: int,

@@ -320,23 +320,19 @@ def read_range(
     whose entry is gone (retention, deletion) fails with :class:`DataLossError`;
     without, it logs a warning and goes on from the next message.
     """
-    batches = client.read_batches(
+    def missing_start(_: MessageId, first: MessageId) -> None:
+        _start_gone(part, str(first), options)
+
+    yield from client.read_batches(
         part.topic, _bound(part.start), _bound(part.end), end_inclusive=part.end_inclusive,
         receiver_queue_size=options.receiver_queue_size, batch_rows=batch_rows,
+        missing_start=missing_start,
     )
-    check = _is_id(part.start)
-    for batch in batches:
-        if check and batch.num_rows:
-            check = False
-            _check_start(part, batch.column("messageId")[0].as_py(), options)
-        yield batch
 
 
-def _check_start(part: PartitionRange, first: str, options: PulsarOptions) -> None:
-    want, got = MessageId.parse(part.start), MessageId.parse(first)
-    if (got.ledger, got.entry) == (want.ledger, want.entry):
-        return
-    msg = (f"{part.topic}: the read was to start at {part.start}, but the first message "
+def _start_gone(part: PartitionRange, first: str, options: PulsarOptions) -> None:
+    """The entry ``part`` starts at is gone; the broker has ``first`` next."""
+    msg = (f"{part.topic}: the read was to start at {part.start}, but the first entry "
            f"available is {first}: the messages in between are gone (retention or "
            f"deletion)")
     if options.fail_on_data_loss:

@@ -370,15 +370,8 @@ def _check_start(client: PulsarClient, part: PulsarStreamPartition,
     position = StreamPosition.parse(part.start, part.topic)
     if position.message_id is None:
         return
-    entry = _entry(position.message_id)
-    probe = client.read_batches(part.topic, str(entry), str(entry), receiver_queue_size=1,
-                                batch_rows=1)
-    try:
-        for batch in probe:
-            if batch.num_rows:
-                return  # still there
-    finally:
-        probe.close()  # type: ignore[attr-defined]
+    if client.entry_exists(part.topic, _entry(position.message_id)):
+        return
     msg = (f"{part.topic}: the stream's position {part.start} is no longer available "
            "(retention, truncation or deletion): messages that followed it may be lost")
     if options.fail_on_data_loss:

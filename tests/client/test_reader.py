@@ -365,3 +365,145 @@ def test_a_consumer_the_broker_never_serves_is_re_created(
     assert [r["value"] for r in rows] == [m["value"] for m in sent]
     assert starved  # the first consumer got nothing
     assert time.monotonic() - started < 15
+
+
+# -- chunked messages across range ends ------------------------------------------
+
+
+def _chunked_topic(url: str, topic: str) -> tuple[list[bytes], list[str]]:
+    """"a", a message in 5 chunks, "b": one entry each; the values and the row ids."""
+    import random
+
+    sent = [b"a", random.Random(5).randbytes(20_000), b"b"]
+    with PulsarClient(url) as client:
+        with client.create_producer(topic, batching=False, chunk_max_size=4096) as producer:
+            for value in sent:
+                producer.send(value)
+        ids = [r["messageId"] for r in _rows(client, topic)]
+    return sent, ids
+
+
+def test_a_range_end_between_chunks_keeps_the_message_whole(broker, topic_name) -> None:
+    sent, ids = _chunked_topic(broker.service_url, topic_name)
+    ledger, first, partition, _ = (int(x) for x in ids[0].split(":"))
+    chunked_last = int(ids[1].split(":")[1])  # a chunked message's id is its last chunk's
+    assert chunked_last - first >= 4  # chunks 1..5
+    with PulsarClient(broker.service_url) as client:
+        for cut in range(first + 1, chunked_last + 2):  # every entry of the chunks, and "b"
+            at = f"{ledger}:{cut}:{partition}:-1"
+            before = _rows(client, topic_name, end=at, end_inclusive=False)
+            after = _rows(client, topic_name, start=at)
+            values = [r["value"] for r in before + after]
+            assert values == sent, cut
+            # the message goes with its first chunk, whole, with its last chunk's id
+            assert [r["messageId"] for r in before + after] == ids, cut
+
+
+def test_a_read_waits_for_the_chunks_of_a_message_it_began(
+    broker, topic_name, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    big = random.Random(6).randbytes(20_000)
+    release = threading.Event()
+    with PulsarClient(broker.service_url) as client:
+        producer = client.create_producer(topic_name, batching=False, chunk_max_size=4096)
+        producer.send(b"a")
+        conn = producer._conn
+        real_send, chunks_sent = conn.send, []
+
+        def send_two_chunks_then_wait(frame: bytes) -> None:
+            if len(chunks_sent) >= 2:
+                release.wait(30)
+            chunks_sent.append(len(frame))
+            real_send(frame)
+
+        monkeypatch.setattr(conn, "send", send_two_chunks_then_wait)
+        sender = threading.Thread(target=producer.send, args=(big,))
+        sender.start()
+        deadline = time.monotonic() + 10
+        while len(chunks_sent) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the two chunks stored: the read's end falls between chunks
+        threading.Timer(1.5, release.set).start()
+        started = time.monotonic()
+        with PulsarClient(broker.service_url) as reading:  # not the producer's connection
+            rows = _rows(reading, topic_name)
+        waited = time.monotonic() - started
+        sender.join(30)
+        assert [r["value"] for r in rows] == [b"a", big]
+        assert waited >= 1.0  # it read past its end for the chunks still to come
+        producer.send(b"b")
+        producer.close()
+        later = _rows(client, topic_name, start=rows[-1]["messageId"], start_inclusive=False)
+        assert [r["value"] for r in later] == [b"b"]
+
+
+def test_a_message_whose_chunks_stop_coming_is_dropped_loudly(
+    broker, topic_name, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import random
+
+    from pulsar_spark.client.reader import PartitionReader
+
+    monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 1.0)
+    big = random.Random(7).randbytes(20_000)
+    release = threading.Event()
+    with PulsarClient(broker.service_url) as client:
+        producer = client.create_producer(topic_name, batching=False, chunk_max_size=4096)
+        producer.send(b"a")
+        conn = producer._conn
+        real_send, chunks_sent = conn.send, []
+
+        def send_two_chunks_then_wait(frame: bytes) -> None:
+            if len(chunks_sent) >= 2:
+                release.wait(30)
+            chunks_sent.append(len(frame))
+            real_send(frame)
+
+        monkeypatch.setattr(conn, "send", send_two_chunks_then_wait)
+        sender = threading.Thread(target=producer.send, args=(big,))
+        sender.start()
+        deadline = time.monotonic() + 10
+        while len(chunks_sent) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        with caplog.at_level("WARNING", logger="pulsar_spark.client.reader"), PulsarClient(
+            broker.service_url
+        ) as reading:  # its own connection: the producer's holds the chunks back
+            rows = _rows(reading, topic_name)
+        assert [r["value"] for r in rows] == [b"a"]
+        assert "dropping chunked message" in caplog.text
+        assert "no further chunk" in caplog.text
+        release.set()
+        sender.join(30)
+        producer.close()
+        assert [r["value"] for r in _rows(client, topic_name)] == [b"a", big]
+
+
+def test_a_chunked_message_begins_at_its_first_chunk_for_times_and_probes(
+    broker, topic_name
+) -> None:
+    import random
+
+    big = random.Random(8).randbytes(20_000)
+    with PulsarClient(broker.service_url) as client:
+        with client.create_producer(topic_name, batching=False, chunk_max_size=4096) as producer:
+            for value in (b"a", big, b"b"):
+                producer.send(value)
+                time.sleep(0.02)  # three publish times
+        rows = _rows(client, topic_name)
+        ledger, first, partition, _ = (int(x) for x in rows[0]["messageId"].split(":"))
+        last_chunk = int(rows[1]["messageId"].split(":")[1])
+        at = rows[1]["publishTime"]
+        # The message begins at its first chunk, the entry after "a".
+        found = client.message_id_at_time(topic_name, at)
+        assert (found.ledger, found.entry, found.batch_index) == (ledger, first + 1, -1)
+        before = _rows(client, topic_name, end=at)
+        after = _rows(client, topic_name, start=at)
+        assert [r["value"] for r in before] == [b"a"]
+        assert [r["value"] for r in after] == [big, b"b"]
+        # A chunk is an entry like any other to a probe.
+        for entry in range(first, last_chunk + 2):
+            assert client.entry_exists(topic_name, f"{ledger}:{entry}:{partition}:-1")
+        assert not client.entry_exists(topic_name, f"{ledger}:{last_chunk + 2}:{partition}:-1")

@@ -210,6 +210,30 @@ def test_min_partitions_split_returns_the_same_rows(
     assertDataFrameEqual(split, whole)
 
 
+def test_split_boundaries_inside_chunked_messages_lose_nothing(
+    read_pulsar, broker, topic_name
+) -> None:
+    # Messages of 4-5 chunks among small ones, one entry each: entry-count splits
+    # cut through chunked messages, each of which goes with its first chunk.
+    import random
+
+    rnd = random.Random(11)
+    sent = []
+    with PulsarClient(broker.service_url) as client, client.create_producer(
+        topic_name, batching=False, chunk_max_size=4096
+    ) as producer:
+        for i in range(12):
+            sent.append(rnd.randbytes(15_000 + 500 * i) if i % 2 else f"small-{i}".encode())
+            producer.send(sent[-1])
+    whole = read_pulsar(broker.service_url, topic=topic_name)
+    assert [r.value for r in whole.orderBy("messageId").collect()] != []
+    for pieces in ("3", "7", "16"):
+        split = read_pulsar(broker.service_url, topic=topic_name, minPartitions=pieces)
+        assert split.rdd.getNumPartitions() > 2
+        assertDataFrameEqual(split, whole)
+    assert sorted(r.value for r in whole.collect()) == sorted(sent)
+
+
 def test_split_by_publish_time_returns_the_same_rows(broker, topic_name) -> None:
     # The publish-time split is what ranges spanning ledgers use (Apache Pulsar); pulsar-lite
     # keeps a topic in one ledger, so it is forced here, without Spark (and across real
