@@ -6,7 +6,8 @@ socket-sized chunks, and decoded in-process on one thread by two paths measured 
 same run, alternately:
 
 ``arrow``
-    what a reader task does: ``FrameDecoder.feed`` / ``next_frame`` -> ``open_entry`` ->
+    what a reader task does: ``FrameDecoder.feed`` / ``next_frame`` ->
+    ``open_entry(split=False)`` ->
     ``select`` -> ``ArrowBatchBuilder.add``, and ``build()`` into a ``pyarrow.RecordBatch``
     whenever 10,000 rows are gathered (and once at the end).
 
@@ -157,6 +158,7 @@ def run_arrow(chunks: Sequence[memoryview]) -> tuple[int, int]:
                 frame.metadata,
                 frame.payload,
                 broker_entry_metadata=frame.broker_entry_metadata,
+                split=False,  # as the reader: the builder locates items
             )
             builder.add(entry, select(entry, ack_set=message.ack_set))
             if builder.rows >= ROWS_PER_BATCH:
@@ -327,7 +329,8 @@ def cross_check(work: Workload) -> None:
             if frame.command.type == pb.BaseCommand.MESSAGE:
                 mid = frame.command.message.message_id
                 entry = open_entry(
-                    mid.ledgerId, mid.entryId, mid.partition, frame.metadata, frame.payload
+                    mid.ledgerId, mid.entryId, mid.partition, frame.metadata, frame.payload,
+                    split=False,
                 )
                 builder.add(entry, select(entry))
     table = builder.build().to_pylist()
@@ -524,6 +527,7 @@ def _instrumented(chunks: Sequence[memoryview]) -> dict[str, int]:
                     frame.metadata,
                     frame.payload,
                     broker_entry_metadata=frame.broker_entry_metadata,
+                    split=False,
                 )
                 t1 = clock()
                 keep = select(entry, ack_set=message.ack_set)
