@@ -108,7 +108,10 @@ class ConnectionPool:
         """A connection that reaches the broker at ``address``."""
         if address.proxy_through:
             host, port = self.service_url.hosts[0]
-            return self.get(host, port, proxy_to=f"{address.host}:{address.port}")
+            if (host, port) != (address.host, address.port):
+                return self.get(host, port, proxy_to=f"{address.host}:{address.port}")
+            # The broker is the service URL's own host (Apache Pulsar standalone may
+            # say so): its plain connection reaches it, no second one is needed.
         return self.get(address.host, address.port)
 
     def close(self) -> None:

@@ -508,3 +508,15 @@ def test_partitions_cannot_shrink_and_the_admin_error_names_url_and_body(
     assert err.status is not None and 400 <= err.status < 500
     assert apache_pulsar.http_url in str(err) and "/partitions" in str(err)
     assert err.body
+
+
+def test_one_connection_reaches_a_standalone_broker(apache_pulsar, topic_name) -> None:
+    # Standalone answers lookups with proxy_through_service_url: the broker is the
+    # service URL's own host, so no second, proxied connection is opened to it.
+    with PulsarClient(apache_pulsar.service_url) as client:
+        with client.create_producer(topic_name) as producer:
+            producer.send(b"one")
+        assert [r["value"] for r in _rows(client, topic_name)] == [b"one"]
+        keys = [key for key, conn in client._pool._connections.items() if not conn.closed]
+    assert len(keys) == 1, keys
+    assert keys[0][2] is None  # not asked to proxy
