@@ -399,42 +399,59 @@ def test_a_range_end_between_chunks_keeps_the_message_whole(broker, topic_name) 
             assert [r["messageId"] for r in before + after] == ids, cut
 
 
+class _HeldChunks:
+    """A producer that has sent "a" and the first two chunks of ``big``; the other
+    chunks wait in a thread until :meth:`release`. Read with another client: this
+    one's connection is the one holding the chunks back."""
+
+    def __init__(self, client: PulsarClient, topic: str, big: bytes,
+                 monkeypatch: pytest.MonkeyPatch) -> None:
+        self.producer = client.create_producer(topic, batching=False, chunk_max_size=4096)
+        self.producer.send(b"a")
+        self._release = threading.Event()
+        conn = self.producer._conn
+        real_send, sent = conn.send, []
+
+        def send_two_chunks_then_wait(frame: bytes) -> None:
+            if len(sent) >= 2:
+                self._release.wait(30)
+            sent.append(len(frame))
+            real_send(frame)
+
+        monkeypatch.setattr(conn, "send", send_two_chunks_then_wait)
+        self._sender = threading.Thread(target=self.producer.send, args=(big,))
+        self._sender.start()
+        deadline = time.monotonic() + 10
+        while len(sent) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the two chunks stored: a read's end falls between chunks
+
+    def release(self, after: float = 0.0) -> None:
+        threading.Timer(after, self._release.set).start()
+
+    def finish(self) -> None:
+        self._release.set()
+        self._sender.join(30)
+
+
 def test_a_read_waits_for_the_chunks_of_a_message_it_began(
     broker, topic_name, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import random
 
     big = random.Random(6).randbytes(20_000)
-    release = threading.Event()
     with PulsarClient(broker.service_url) as client:
-        producer = client.create_producer(topic_name, batching=False, chunk_max_size=4096)
-        producer.send(b"a")
-        conn = producer._conn
-        real_send, chunks_sent = conn.send, []
-
-        def send_two_chunks_then_wait(frame: bytes) -> None:
-            if len(chunks_sent) >= 2:
-                release.wait(30)
-            chunks_sent.append(len(frame))
-            real_send(frame)
-
-        monkeypatch.setattr(conn, "send", send_two_chunks_then_wait)
-        sender = threading.Thread(target=producer.send, args=(big,))
-        sender.start()
-        deadline = time.monotonic() + 10
-        while len(chunks_sent) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the two chunks stored: the read's end falls between chunks
-        threading.Timer(1.5, release.set).start()
+        held = _HeldChunks(client, topic_name, big, monkeypatch)
+        held.release(after=1.5)
         started = time.monotonic()
-        with PulsarClient(broker.service_url) as reading:  # not the producer's connection
+        with PulsarClient(broker.service_url) as reading:
             rows = _rows(reading, topic_name)
         waited = time.monotonic() - started
-        sender.join(30)
+        held.finish()
         assert [r["value"] for r in rows] == [b"a", big]
         assert waited >= 1.0  # it read past its end for the chunks still to come
-        producer.send(b"b")
-        producer.close()
+        held.producer.send(b"b")
+        held.producer.close()
         later = _rows(client, topic_name, start=rows[-1]["messageId"], start_inclusive=False)
         assert [r["value"] for r in later] == [b"b"]
 
@@ -448,36 +465,17 @@ def test_a_message_whose_chunks_stop_coming_is_dropped_loudly(
 
     monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 1.0)
     big = random.Random(7).randbytes(20_000)
-    release = threading.Event()
     with PulsarClient(broker.service_url) as client:
-        producer = client.create_producer(topic_name, batching=False, chunk_max_size=4096)
-        producer.send(b"a")
-        conn = producer._conn
-        real_send, chunks_sent = conn.send, []
-
-        def send_two_chunks_then_wait(frame: bytes) -> None:
-            if len(chunks_sent) >= 2:
-                release.wait(30)
-            chunks_sent.append(len(frame))
-            real_send(frame)
-
-        monkeypatch.setattr(conn, "send", send_two_chunks_then_wait)
-        sender = threading.Thread(target=producer.send, args=(big,))
-        sender.start()
-        deadline = time.monotonic() + 10
-        while len(chunks_sent) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)
+        held = _HeldChunks(client, topic_name, big, monkeypatch)
         with caplog.at_level("WARNING", logger="pulsar_spark.client.reader"), PulsarClient(
             broker.service_url
-        ) as reading:  # its own connection: the producer's holds the chunks back
+        ) as reading:
             rows = _rows(reading, topic_name)
         assert [r["value"] for r in rows] == [b"a"]
         assert "dropping chunked message" in caplog.text
         assert "no further chunk" in caplog.text
-        release.set()
-        sender.join(30)
-        producer.close()
+        held.finish()
+        held.producer.close()
         assert [r["value"] for r in _rows(client, topic_name)] == [b"a", big]
 
 

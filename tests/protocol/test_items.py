@@ -16,16 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import build_entry, item_lists, metadata_base
 
-from pulsar_spark.protocol import (
-    ArrowBatchBuilder,
-    BatchDecodeError,
-    CorruptMessage,
-    encode_batch,
-    open_entry,
-    pb,
-    select,
-    split_batch,
-)
+from pulsar_spark.protocol import ArrowBatchBuilder, BatchDecodeError, CorruptMessage, pb
+from pulsar_spark.protocol.batch import encode_batch, split_batch
+from pulsar_spark.protocol.entry import open_entry, select
 from pulsar_spark.protocol.items import locate_items, locate_uniform
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
