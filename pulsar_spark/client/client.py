@@ -169,13 +169,15 @@ class PulsarClient:
 
     def entry_exists(self, topic: str, message_id: str | MessageId) -> bool:
         """Whether the entry of ``message_id`` is still stored in ``topic`` (a
-        non-partitioned topic or one partition): retention, truncation and
-        deletion remove entries. Nothing is decoded: a chunk of a message counts."""
+        non-partitioned topic or one partition). Retention, truncation and deletion
+        remove whole ledgers, so the entry is there when its ledger still holds an
+        entry at or after it (a marker is never dispatched, the entry after it is).
+        Nothing is decoded: a chunk of a message counts."""
         name = self._one_partition(topic, "look for entries of")
         at = parse_position(message_id, "message_id")
         at = MessageId(at.ledger, at.entry, at.partition, -1)
         found = first_entry(self._lookup, name, at, operation_timeout=self.operation_timeout)
-        return found is not None and (found[0].ledger, found[0].entry) == (at.ledger, at.entry)
+        return found is not None and found[0].ledger == at.ledger
 
     def acknowledge_cumulative(
         self, topic: str, subscription: str, message_id: str | MessageId

@@ -231,6 +231,8 @@ class PartitionReader:
         self._inbox = _Inbox()
         self._permits_used = 0
         self._chunks = ChunkAssembler()
+        #: When the last chunk came (how long a chunked message has been waited for).
+        self._chunk_at = 0.0
         #: (ledger, entry) of the last entry processed: where a reconnect resumes.
         self._processed: tuple[int, int] | None = None
         #: The last (ledger, entry) acknowledged.
@@ -480,20 +482,32 @@ class PartitionReader:
         assert metadata is not None and payload is not None
         self._count_permits(metadata.num_messages_in_batch if metadata.HasField(
             "num_messages_in_batch") else 1)
+        if self._processed is None and self._missing_start is not None:
+            self._check_first_entry(ledger, entry_id)
         beyond = (ledger, entry_id) > (end.ledger, end.entry) or (
             not self._end_inclusive and end.batch_index < 0
             and (ledger, entry_id) == (end.ledger, end.entry)  # the exclusive end
         )
-        if beyond and not (is_chunk(metadata) and metadata.uuid in self._chunks):
+        if beyond and is_chunk(metadata) and metadata.uuid in self._chunks:
+            if metadata.chunk_id == 0:
+                # The producer began that message again past the end: the next range
+                # reads it whole from there; the copy begun here is never completed.
+                self._chunks.discard(metadata.uuid)
+            else:
+                beyond = False  # a missing chunk of a message begun in the range
+        if beyond:
             # In flight when the end was reached, or (while chunked messages begun
-            # before the end are completed) a message of a later range.
-            if self._chunks.pending and time.monotonic() - self._progress_at > self.CHUNK_WAIT:
+            # before the end are completed) a message of a later range: skipped.
+            if not self._chunks.pending:
+                return True
+            if time.monotonic() - self._chunk_at > self.CHUNK_WAIT:
                 self._drop_incomplete(f"no further chunk came for {self.CHUNK_WAIT:.0f} s")
-            return not self._chunks.pending
+                return True
+            if self._processed is None or (ledger, entry_id) > self._processed:
+                self._mark_processed(ledger, entry_id)  # the read moves on all the same
+            return False
         if self._processed is not None and (ledger, entry_id) <= self._processed:
             return False  # re-delivered after a reconnect
-        if self._processed is None and self._missing_start is not None:
-            self._check_first_entry(ledger, entry_id)
         if self._start_time is not None:
             if metadata.publish_time < self._start_time:
                 self._mark_processed(ledger, entry_id)  # before the seek time
@@ -502,6 +516,7 @@ class PartitionReader:
         if self.first_start is None and (not is_chunk(metadata) or metadata.chunk_id == 0):
             self.first_start = (ledger, entry_id)
         if is_chunk(metadata):
+            self._chunk_at = time.monotonic()
             whole = self._chunks.add(ledger, entry_id, metadata, payload, partition=self.partition)
             if self._chunks.evicted:
                 msg = (
@@ -533,11 +548,16 @@ class PartitionReader:
         return self._at_end(ledger, entry_id, end)
 
     def _check_first_entry(self, ledger: int, entry_id: int) -> None:
-        """Report a start entry that is gone: the broker began after it."""
+        """Report a start entry that is gone: the broker began in a later ledger.
+
+        Brokers remove whole ledgers (retention, truncation, deletion), so a first
+        entry further on in the start's own ledger means the entries between were
+        not dispatched (markers), not lost.
+        """
         start = self._start
         if start.is_earliest or start.is_latest or self._start_time is not None:
             return
-        if (ledger, entry_id) > (start.ledger, start.entry):
+        if ledger > start.ledger:
             assert self._missing_start is not None
             self._missing_start(start, MessageId(ledger, entry_id, self.partition, -1))
 
@@ -617,7 +637,7 @@ class PartitionReader:
                 return True  # the end (say, a marker) will never be dispatched
             # Chunks still to come for a message begun in the range: wait as long
             # as a Pulsar consumer keeps an incomplete chunked message.
-            waited = time.monotonic() - self._progress_at
+            waited = time.monotonic() - self._chunk_at
             if waited < self.CHUNK_WAIT:
                 return False
             self._drop_incomplete(f"no further chunk was published for {waited:.0f} s")

@@ -283,7 +283,6 @@ class ArrowBatchBuilder:
                 exact.add(again.entry)
 
     def _build_located(self, exact: set[int]) -> pa.RecordBatch:
-        n = self.rows
         data = self._pool.view()
         item_counts = np.array(self._item_counts, np.int64)
         item_first = np.cumsum(item_counts) - item_counts
@@ -310,6 +309,16 @@ class ArrowBatchBuilder:
             where = self._row_id(row_entry, batch_indexes, row)
             raise type(exc)(exc.reason, message_id=where) from exc
         self._check_guesses(cols, data, smm_starts, starts, sizes, guessed, picked, item_entry)
+        if cols.compacted_out.any():
+            # select() leaves them in for entries added before being located: drop them
+            # before their fields are looked at, as select() would have.
+            unlocated = np.array([known is None for known in self._located], np.bool_)
+            kept = np.flatnonzero(~(cols.compacted_out & unlocated[row_entry]))
+            if len(kept) < len(picked):
+                picked, batch_indexes = picked[kept], batch_indexes[kept]
+                row_entry = row_entry[kept]
+                cols = decode_smm_columns(data, smm_starts[picked], starts[picked])
+        n = len(picked)
         values = self._pool.values(smm_starts - 4, starts, picked, sizes)
 
         seq = np.array(self._base_seqs, np.uint64)[row_entry]
@@ -332,14 +341,7 @@ class ArrowBatchBuilder:
                              batch_indexes, "broker publish time", unset=0),
             self._broker_indexes(row_entry, batch_indexes),
         ]
-        batch = pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
-        if cols.compacted_out.any():
-            # select() leaves them in for entries added before being located.
-            unlocated = np.array([known is None for known in self._located], np.bool_)
-            dropped = cols.compacted_out & unlocated[row_entry]
-            if dropped.any():
-                batch = batch.filter(pa.array(~dropped))
-        return batch
+        return pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
 
     def _message_ids(self, n: int, row_entry: np.ndarray, batch_indexes: np.ndarray) -> pa.Array:
         """``ledger:entry:partition:batchIndex`` of every row."""

@@ -102,6 +102,10 @@ class ChunkAssembler:
         """Forget the messages being assembled."""
         self._pending.clear()
 
+    def discard(self, uuid: str) -> None:
+        """Forget the message with this uuid, if it is being assembled."""
+        self._pending.pop(uuid, None)
+
     def add(
         self,
         ledger: int,

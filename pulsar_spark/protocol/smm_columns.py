@@ -292,7 +292,7 @@ def _layout(first: bytes) -> list[tuple[int, int, int, int]] | None:
             size = 1
             while at + size <= end and first[at + size - 1] >= 0x80:
                 size += 1
-            if size > 9 or at + size > end:
+            if size > 9 or at + size > end or (wire == 2 and size > 5):  # lengths: varint32
                 return None
             if wire == 2:
                 length = 0

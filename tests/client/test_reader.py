@@ -479,6 +479,38 @@ def test_a_message_whose_chunks_stop_coming_is_dropped_loudly(
         assert [r["value"] for r in _rows(client, topic_name)] == [b"a", big]
 
 
+def test_an_abandoned_chunked_message_does_not_stall_a_read_past_it(
+    broker, topic_name, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its chunks stop while other producers go on: the read skips their messages past
+    # its end (it moves on), gives the chunked message up after the wait, and ends,
+    # even with a wait longer than the operation timeout.
+    import random
+
+    from pulsar_spark.client.reader import PartitionReader
+
+    monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 4.0)
+    with PulsarClient(broker.service_url) as client:
+        held = _HeldChunks(client, topic_name, random.Random(9).randbytes(20_000), monkeypatch)
+        with PulsarClient(broker.service_url) as other, other.create_producer(
+            topic_name, batching=False
+        ) as producer:
+            for value in (b"b", b"c"):
+                producer.send(value)
+        with caplog.at_level("WARNING", logger="pulsar_spark.client.reader"), PulsarClient(
+            broker.service_url, operation_timeout=3.0
+        ) as reading:
+            everything = _rows(reading, topic_name)
+            assert [r["value"] for r in everything] == [b"a", b"b", b"c"]
+            started = time.monotonic()
+            upto_b = _rows(reading, topic_name, end=everything[1]["messageId"])
+            assert [r["value"] for r in upto_b] == [b"a", b"b"]
+            assert time.monotonic() - started < 20
+        assert "dropping chunked message" in caplog.text
+        held.finish()
+        held.producer.close()
+
+
 def test_a_chunked_message_begins_at_its_first_chunk_for_times_and_probes(
     broker, topic_name
 ) -> None:

@@ -241,3 +241,19 @@ def test_a_corrupt_unsplit_batch_fails_the_build_naming_the_entry(raw: bytes) ->
     assert caught.value.message_id is not None
     assert caught.value.message_id.startswith("3:9:-1:")
     assert builder.rows == 0
+
+
+@pytest.mark.parametrize(
+    "dropped",
+    [
+        pb.SingleMessageMetadata(compacted_out=True, partition_key="!!",
+                                 partition_key_b64_encoded=True),
+        pb.SingleMessageMetadata(compacted_out=True, event_time=2**63),
+    ],
+    ids=["bad-base64-key", "time-out-of-range"],
+)
+def test_a_compacted_out_item_is_dropped_before_its_fields_are_checked(dropped) -> None:
+    raw = raw_batch([(pb.SingleMessageMetadata(), b"kept"), (dropped, b"gone")])
+    for split in (True, False):
+        entry = entry_of(raw, 2, split=split)
+        assert [r["value"] for r in rows([entry], [select(entry)])] == [b"kept"]

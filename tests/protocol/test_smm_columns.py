@@ -777,3 +777,13 @@ def test_a_repeated_field_in_a_layout_keeps_its_last_value() -> None:
     ]
     cols = assert_like_upb(bodies)
     assert cols.payload_size.tolist() == [6, 2]
+
+
+def test_an_over_long_length_prefix_is_refused_however_many_items_share_it() -> None:
+    # A key length of 5 written in 6 bytes: not a varint32, for the layout path as for
+    # the walk (and upb).
+    body = vfield(3, 3) + tag(2, 2) + varint(5, pad=5) + b"abcde"
+    for count in (1, 2, 3):
+        buf, starts, ends = layout([body] * count)
+        with pytest.raises(BatchDecodeError):
+            decode_smm_columns(buf, starts, ends)
