@@ -46,7 +46,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from ..client import PulsarClient
 from ..protocol.message_id import MessageId
-from .compat import spark_version
+from .compat import require_spark, spark_version
 from .connect import open_client
 from .options import PulsarOptionError, PulsarOptions
 from .ranges import DataLossError, plan_ranges, resolve_topics
@@ -139,14 +139,11 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: dict[str, str] | None = None
         #: Trigger.AvailableNow: the positions to stop at.
         self._target: dict[str, str] | None = None
-        if options.max_records_per_trigger is not None and not ADMISSION_CONTROL:
-            import pyspark
-
-            log.warning(
-                "maxRecordsPerTrigger needs Spark 4.2 or newer (admission control for Python "
-                "sources); this is pyspark %s, so every micro-batch reads all available data",
-                pyspark.__version__,
-            )
+        if options.max_records_per_trigger is not None:
+            # Older Sparks never tell a Python source where a micro-batch starts after a
+            # restart, so the limit cannot be kept: refused rather than ignored.
+            require_spark("pulsar option 'maxRecordsPerTrigger' (admission control for "
+                          "Python streaming sources)", (4, 2))
 
     # -- the driver's client ---------------------------------------------------------
 

@@ -9,6 +9,12 @@ import pytest
 from brokers import produce, read_all
 
 from pulsar_spark.client import PulsarClient
+from pulsar_spark.spark.compat import spark_version
+
+#: Tests of features that need a newer Spark than the oldest supported (4.0); that
+#: those features are refused there with a clear error is tested on its own.
+needs_admission_control = pytest.mark.skipif(
+    spark_version() < (4, 2), reason="maxRecordsPerTrigger needs Spark 4.2+")
 
 
 def _stream(spark, url: str, **options: str):
@@ -81,6 +87,10 @@ def test_max_records_per_trigger_bounds_every_micro_batch(
     df = _stream(spark, url, topic=topic_name, startingOffsets="earliest",
                  maxRecordsPerTrigger="50")
     batches: list = []
+    if spark_version() < (4, 2):  # no admission control: refused, not ignored
+        with pytest.raises(Exception, match=r"'maxRecordsPerTrigger'.*needs Spark 4\.2"):
+            _run_available_now(df, tmp_path / "c", batches=batches)
+        return
     _run_available_now(df, tmp_path / "c", batches=batches)
     sizes = [len(rows) for _, rows in batches if rows]
     assert all(size <= 50 for size in sizes), sizes
@@ -144,6 +154,7 @@ def test_truncated_messages_are_skipped_without_fail_on_data_loss(
     assert got == [b"m%d" % i for i in range(20, 30)]
 
 
+@needs_admission_control
 def test_subscription_name_shows_progress_and_nothing_else_stays(
     spark, apache_pulsar, topic_name, tmp_path
 ) -> None:
@@ -183,6 +194,7 @@ def _forget_last_commit(checkpoint: Path) -> None:
     (commits / f".{last.name}.crc").unlink(missing_ok=True)
 
 
+@needs_admission_control
 def test_pulsar_to_pulsar_is_effectively_once_with_deduplication(
     spark, apache_pulsar_dedup, topic_name, tmp_path
 ) -> None:
@@ -200,6 +212,7 @@ def test_pulsar_to_pulsar_is_effectively_once_with_deduplication(
     assert len(got) == 60  # no duplicates
 
 
+@needs_admission_control
 def test_without_deduplication_a_replay_duplicates(
     spark, apache_pulsar, topic_name, tmp_path
 ) -> None:
@@ -223,3 +236,18 @@ def test_end_options_are_refused_for_streams(spark, pulsar_lite, topic_name) -> 
     df = _stream(spark, pulsar_lite.service_url, topic=topic_name, endingOffsets="latest")
     with pytest.raises(Exception, match="endingOffsets"):
         df.writeStream.format("console").start().awaitTermination(30)
+
+
+@pytest.mark.skipif(spark_version() >= (4, 1), reason="Spark 4.1+ has streaming Arrow writers")
+def test_stream_writes_on_spark_4_0_say_what_they_need(
+    spark, pulsar_lite, topic_name, tmp_path
+) -> None:
+    url = pulsar_lite.service_url
+    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest")
+    with pytest.raises(Exception, match=r"streaming writes to Pulsar.*needs Spark 4\.1 or newer"):
+        query = (df.writeStream.format("pulsar").option("service.url", url)
+                 .option("topic", f"{topic_name}-out")
+                 .option("checkpointLocation", str(tmp_path / "c")).start())
+        query.awaitTermination(60)
+        ran = f"the query ran: {query.exception()}"  # the pattern does not match this
+        raise AssertionError(ran)

@@ -16,7 +16,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from brokers import produce, read_all
+
+from pulsar_spark.spark.compat import spark_version
 
 SCRIPT = textwrap.dedent('''
     import json, sys
@@ -65,6 +68,8 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.skipif(spark_version() < (4, 1),
+                    reason="writeStream.format('pulsar') needs Spark 4.1+")
 def test_a_retried_sink_task_writes_each_row_once_with_deduplication(
     apache_pulsar_dedup, apache_pulsar, topic_name, tmp_path: Path
 ) -> None:
