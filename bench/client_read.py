@@ -1,6 +1,7 @@
 """Read a topic into Arrow: our client against the official one, same broker, same run.
 
-    python bench/client_read.py [--messages 1000000] [--size 100] [--service-url URL]
+    python bench/client_read.py [--messages 1000000] [--size 100] [--shape fixed]
+                                [--service-url URL]
 
 Without ``--service-url`` an embedded pulsar-lite is started (the test
 fixtures' launcher). The official client produces the messages (batched,
@@ -12,6 +13,11 @@ LZ4); then each reader reads all of them, in alternating order, best of
   columns (value, key, properties, event time, message id, publish time,
   producer name, sequence id) into lists, then ``pa.table``.
 
+``--shape`` picks the messages: ``fixed`` (every value ``--size`` bytes, nothing
+else), ``varied`` (value sizes spread evenly over ``size/2 .. 3*size/2``) or
+``keyed`` (varied, plus a key, two properties and an event time, as application
+events carry).
+
 Each read runs in a process of its own, so that its peak RSS is its own.
 Prints messages/s for each, their ratio, and each reader's peak RSS next to
 that of a process that only imports both clients (the reader's memory must
@@ -21,8 +27,10 @@ be bounded by its queue, not by the topic).
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pulsar
@@ -78,6 +86,24 @@ def read_official(url: str, topic: str) -> int:
         client.close()
 
 
+def messages(shape: str, count: int, size: int) -> Iterator[dict]:
+    """The messages of ``--shape`` (see the module docstring), the same in every run."""
+    if shape == "fixed":
+        payload = b"x" * size
+        for _ in range(count):
+            yield {"value": payload}
+        return
+    sizes = random.Random(7)
+    text = bytes(range(32, 127)) * (2 * size // 95 + 2)
+    for i in range(count):
+        value = text[i % 95:][: sizes.randint(size // 2, size * 3 // 2)]
+        if shape == "varied":
+            yield {"value": value}
+        else:
+            yield {"value": value, "key": f"user-{i % 10_007}", "event_time": 1_700_000_000_000 + i,
+                   "properties": {"source": "bench", "kind": ("click", "view", "buy")[i % 3]}}
+
+
 READERS = {"ours": read_ours, "official": read_official, "idle": lambda url, topic: 0}
 
 
@@ -85,6 +111,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
+    parser.add_argument("--shape", choices=("fixed", "varied", "keyed"), default="fixed",
+                        help="the messages' sizes and fields (see above)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
     parser.add_argument("--child", nargs=3, metavar=("READER", "URL", "TOPIC"),
@@ -99,11 +127,10 @@ def main() -> int:
 
     with broker_url(args.service_url, "bench-read-") as url:
         topic = f"persistent://public/default/bench-read-{int(time.time())}"
-        payload = b"x" * args.size
         started = time.perf_counter()
-        produce(url, topic, ({"value": payload} for _ in range(args.messages)),
+        produce(url, topic, messages(args.shape, args.messages, args.size),
                 compression="LZ4", timeout=3600)
-        print(f"produced {args.messages:,} x {args.size} B (LZ4, batched) in "
+        print(f"produced {args.messages:,} x {args.size} B ({args.shape}; LZ4, batched) in "
               f"{time.perf_counter() - started:.1f} s with the official client")
         best = {"ours": float("inf"), "official": float("inf")}
         rss = {"ours": 0.0, "official": 0.0}

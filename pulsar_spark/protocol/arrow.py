@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 from .batch import split_batch
 from .entry import Entry, decode_key, text
 from .errors import CorruptMessage, ProtocolError
-from .items import locate_items, locate_uniform
+from .items import locate_by_headers, locate_items, locate_uniform
 from .message_id import to_signed64
 from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, map_array
 from .text_columns import numbered, repeated
@@ -110,6 +110,9 @@ class ArrowBatchBuilder:
         self.topic, _ = base_topic(topic)
         self.partition = partition
         self._pool = _Pool()
+        #: Whether locating items by their zero-led sizes is worth trying (not for
+        #: binary payloads, where three zero bytes in a row are everywhere).
+        self._try_headers = True
         self._reset()
 
     def _reset(self) -> None:
@@ -228,28 +231,32 @@ class ArrowBatchBuilder:
         sizes = np.empty(total, np.int64)
         guessed = np.zeros(total, np.bool_)
         lazy = [e for e, known in enumerate(self._located) if known is None and e not in exact]
-        fits = np.zeros(0, np.bool_)
+        guessed_entries: set[int] = set()
         if lazy:
             at = np.array(lazy, np.int64)
+            lengths = np.array(self._entry_len, np.int64)
             fits, item_sizes, _, payload_starts = locate_uniform(
-                data, bases[at], np.array(self._entry_len, np.int64)[at], counts[at]
+                data, bases[at], lengths[at], counts[at]
             )
             fit = at[fits]
             if len(fit) == len(counts):  # the usual case: every entry as guessed
                 return payload_starts, np.repeat(item_sizes, counts), np.ones(total, np.bool_)
-            if len(fit):
-                first = np.repeat(item_first[fit], counts[fit])
-                rank = np.arange(len(first)) - np.repeat(
-                    np.cumsum(counts[fit]) - counts[fit], counts[fit]
+            self._place(fit, item_first, counts, payload_starts,
+                        np.repeat(item_sizes[fits], counts[fit]), starts, sizes, guessed)
+            rest = at[~fits]
+            if len(rest) and self._try_headers:
+                fits, payload_starts, item_sizes = locate_by_headers(
+                    data, bases[rest], lengths[rest], counts[rest]
                 )
-                where = first + rank
-                starts[where] = payload_starts
-                sizes[where] = np.repeat(item_sizes[fits], counts[fit])
-                guessed[where] = True
-        uniform = set(np.array(lazy, np.int64)[fits].tolist()) if lazy else set()
+                self._place(rest[fits], item_first, counts, payload_starts, item_sizes,
+                            starts, sizes, guessed)
+                if len(rest) >= 8 and not fits.any():
+                    self._try_headers = False  # binary payloads: zero runs everywhere
+                fit = np.concatenate([fit, rest[fits]])
+            guessed_entries = set(fit.tolist())
         view = self._pool.memory()
         for e, known in enumerate(self._located):
-            if e in uniform:
+            if e in guessed_entries:
                 continue
             first, count, base = int(item_first[e]), self._item_counts[e], self._entry_base[e]
             part = view[base : base + self._entry_len[e]]
@@ -273,6 +280,21 @@ class ArrowBatchBuilder:
                 starts[first : first + count] = np.asarray(rel_starts, np.int64) + base
                 sizes[first : first + count] = rel_sizes
         return starts, sizes, guessed
+
+    @staticmethod
+    def _place(
+        fit: np.ndarray, item_first: np.ndarray, counts: np.ndarray, payload_starts: np.ndarray,
+        item_sizes: np.ndarray, starts: np.ndarray, sizes: np.ndarray, guessed: np.ndarray,
+    ) -> None:
+        """Put the guessed items of entries ``fit`` (in order) at their item numbers."""
+        if not len(fit):
+            return
+        first = np.repeat(item_first[fit], counts[fit])
+        rank = np.arange(len(first)) - np.repeat(np.cumsum(counts[fit]) - counts[fit], counts[fit])
+        where = first + rank
+        starts[where] = payload_starts
+        sizes[where] = item_sizes
+        guessed[where] = True
 
     def _build(self) -> pa.RecordBatch:
         exact: set[int] = set()

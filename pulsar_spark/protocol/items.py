@@ -7,13 +7,17 @@ Wire grammar of a batch payload (after decompression), as :mod:`.batch` has it::
     smm     = field*        payload_size is field 3, wire type 0 (tag 0x18)
 
 Finding item ``k + 1`` needs item ``k``'s ``payload_size``, so a batch is a
-chain. Two ways along it, both ending in the same check:
+chain. Three ways along it, all ending in the same check:
 
 * :func:`locate_uniform`, for many batches at once with whole-array calls:
   guess that every item of a batch is as long as its first (fixed-size
   records from one producer, the common case), and keep the guess for the
   batches where every guessed item starts with the first one's ``smm_size``
   and the items tile the payload exactly.
+* :func:`locate_by_headers`, also for many batches at once: metadata are
+  shorter than 256 bytes, so every ``smm_size`` begins with three zero bytes;
+  where payloads have no such run (text, JSON), the runs are the items, and a
+  payload's size is the distance from its start to the next run.
 * :func:`locate_items`, one batch, a short Python loop per item that reads
   ``smm_size`` and the first ``payload_size`` field.
 
@@ -32,7 +36,7 @@ import numpy as np
 
 from .errors import BatchDecodeError
 
-__all__ = ["locate_items", "locate_uniform"]
+__all__ = ["locate_by_headers", "locate_items", "locate_uniform"]
 
 _PAYLOAD_SIZE_TAG = 0x18
 _U32 = struct.Struct(">I")
@@ -188,6 +192,55 @@ def locate_uniform(
         return fits, first_sizes, smm_starts, smm_starts + heads[item_entry]
     empty = np.zeros(0, np.int64)
     return fits, first_sizes, empty, empty
+
+
+def locate_by_headers(
+    data: np.ndarray, bases: np.ndarray, lengths: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Guess that batch ``e``'s items begin exactly at its runs of three zero bytes.
+
+    Batch ``e`` is ``data[bases[e] : bases[e] + lengths[e]]`` with ``counts[e]``
+    items; the batches lie in ``data`` in order and do not overlap.
+
+    Returns:
+        ``(fits, payload_starts, sizes)``: ``fits[e]`` says whether batch ``e``
+        has one run per item, the first at its start, each leaving room for its
+        metadata; for those batches only, in order, every item's payload start
+        in ``data`` and payload size (still to be checked against its metadata,
+        which proves the chain).
+    """
+    bases = bases.astype(np.int64)
+    ends = bases + lengths.astype(np.int64)
+    fits = np.zeros(len(bases), np.bool_)
+    empty = np.zeros(0, np.int64)
+    if not len(bases):
+        return fits, empty, empty
+    lo, hi = int(bases[0]), int(ends[-1])
+    zeros = np.flatnonzero(data[lo:hi] == 0)
+    runs = zeros[:-2][zeros[2:] - zeros[:-2] == 2] + lo  # three zero bytes in a row
+    entry = np.searchsorted(bases, runs, side="right") - 1
+    inside = runs + 4 <= ends[entry]  # its 4-byte size is inside the batch
+    runs, entry = runs[inside], entry[inside]
+    found = np.bincount(entry, minlength=len(bases))
+    fits = (found == counts) & (counts > 0)
+    first = np.cumsum(found) - found
+    fits[fits] = runs[first[fits]] == bases[fits]
+    keep = fits[entry]
+    if not keep.any():
+        return fits, empty, empty
+    runs, entry = runs[keep], entry[keep]
+    payload_starts = runs + 4 + _u32(data, runs)
+    following = np.empty_like(runs)
+    following[:-1] = runs[1:]
+    last = np.cumsum(counts[fits]) - 1
+    following[last] = ends[fits]
+    sizes = following - payload_starts
+    short = sizes < 0  # a run inside metadata, or metadata past the next run
+    if short.any():
+        fits[np.unique(entry[short])] = False
+        keep = fits[entry]
+        payload_starts, sizes = payload_starts[keep], sizes[keep]
+    return fits, payload_starts, sizes
 
 
 def _first_size(view: memoryview, pos: int, end: int) -> int:

@@ -884,9 +884,13 @@ def map_array(cols: SmmColumns) -> pa.MapArray:
     """
     # Keys, then values, in one gather: the two arrays share its bytes.
     pairs = len(cols.prop_key_start)
-    starts = np.concatenate((cols.prop_key_start, cols.prop_value_start))
-    lens = np.concatenate((cols.prop_key_len, cols.prop_value_len))
-    both = _copy_ranges(cols.data, starts, lens)  # ranges checked by the decoder
+    # Ranges in the order of the bytes (key, value, key, ...), taken keys first.
+    starts = np.empty(2 * pairs, np.int64)
+    starts[0::2], starts[1::2] = cols.prop_key_start, cols.prop_value_start
+    lens = np.empty(2 * pairs, np.int64)
+    lens[0::2], lens[1::2] = cols.prop_key_len, cols.prop_value_len
+    order = np.concatenate((np.arange(0, 2 * pairs, 2), np.arange(1, 2 * pairs, 2)))
+    both = _copy_ranges(cols.data, starts, lens, order=order)  # ranges checked by the decoder
     index = _invalid_utf8(both)
     if index >= 0:
         what, pair = ("key", index) if index < pairs else ("value", index - pairs)
@@ -936,11 +940,19 @@ def _ranges(
 
 
 def _copy_ranges(
-    data: np.ndarray, starts: np.ndarray, lens: np.ndarray, valid: np.ndarray | None = None
+    data: np.ndarray, starts: np.ndarray, lens: np.ndarray, valid: np.ndarray | None = None,
+    *, order: np.ndarray | None = None,
 ) -> pa.Array:
-    """A binary array of ``data[starts[i]:starts[i] + lens[i]]``, null where not ``valid``."""
+    """A binary array of ``data[starts[i]:starts[i] + lens[i]]``, null where not ``valid``;
+    with ``order``, of the ranges ``order[0], order[1], ...`` (no ``valid`` then)."""
     if valid is not None:
         lens = np.where(valid, lens, 0)
+    if len(data) <= _MAX_ARROW_BYTES and len(starts):
+        taken = _take_ranges(data, starts, lens, valid, order)
+        if taken is not None:
+            return taken
+    if order is not None:
+        starts, lens = starts[order], lens[order]
     offsets = np.zeros(len(starts) + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
@@ -962,6 +974,34 @@ def _copy_ranges(
         [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(chunk)],
         null_count=0 if valid is None else len(valid) - int(np.count_nonzero(valid)),
     )
+
+
+def _take_ranges(
+    data: np.ndarray, starts: np.ndarray, lens: np.ndarray, valid: np.ndarray | None,
+    order: np.ndarray | None,
+) -> pa.Array | None:
+    """:func:`_copy_ranges` for ranges in order that do not overlap (keys and
+    properties, item after item): a binary array over ``data`` whose elements
+    are the ranges and the gaps between them, of which Arrow's take copies the
+    ranges. None when the ranges are not in order. ``lens`` is 0 where not valid.
+    """
+    if not data.flags.c_contiguous:
+        return None
+    n = len(starts)
+    ends = starts + lens
+    # An empty range sits where the previous ones end, so the bounds stay in order.
+    reached = np.maximum.accumulate(np.where(lens > 0, ends, 0))
+    first = np.where(lens > 0, starts, reached)
+    bounds = np.empty(2 * n, np.int64)
+    bounds[0::2] = first
+    bounds[1::2] = np.where(lens > 0, ends, reached)
+    if bounds[0] < 0 or (n > 1 and (bounds[1:] < bounds[:-1]).any()):
+        return None
+    segments = pa.Array.from_buffers(
+        pa.binary(), 2 * n - 1, [None, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(data)]
+    )
+    index = np.arange(0, 2 * n, 2, dtype=np.int64) if order is None else 2 * order
+    return segments.take(pa.array(index, mask=None if valid is None else ~valid))
 
 
 def _invalid_utf8(array: pa.Array) -> int:

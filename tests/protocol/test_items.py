@@ -19,7 +19,7 @@ from strategies import build_entry, item_lists, metadata_base
 from pulsar_spark.protocol import ArrowBatchBuilder, BatchDecodeError, CorruptMessage, pb
 from pulsar_spark.protocol.batch import encode_batch, split_batch
 from pulsar_spark.protocol.entry import open_entry, select
-from pulsar_spark.protocol.items import locate_items, locate_uniform
+from pulsar_spark.protocol.items import locate_by_headers, locate_items, locate_uniform
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOPIC = "persistent://public/default/items"
@@ -123,6 +123,108 @@ def test_items_of_different_lengths_are_not_guessed() -> None:
         np.frombuffer(raw, np.uint8), np.array([0]), np.array([len(raw)]), np.array([3])
     )
     assert not fits[0]
+
+
+# -- locate_by_headers -------------------------------------------------------------
+
+
+def event_items(count: int, seed: int = 0) -> list[tuple[pb.SingleMessageMetadata, bytes]]:
+    """Application events: text payloads of varied length, a key, two properties."""
+    return [
+        (pb.SingleMessageMetadata(
+            partition_key=f"user-{i * 7 + seed}",
+            properties=[pb.KeyValue(key="kind", value="click" * (i % 3)),
+                        pb.KeyValue(key="source", value="web")],
+            event_time=1_700_000_000_000 + i),
+         b'{"n": %d, "pad": "%s"}' % (i, b"x" * ((i * 37 + seed) % 90)))
+        for i in range(count)
+    ]
+
+
+def test_items_of_text_payloads_are_located_by_their_zero_led_sizes() -> None:
+    raws = [raw_batch(event_items(40)), raw_batch(event_items(1, 3)), raw_batch(event_items(9))]
+    data = np.frombuffer(b"".join(raws), np.uint8)
+    bases = np.cumsum([0] + [len(r) for r in raws[:-1]])
+    fits, payload_starts, sizes = locate_by_headers(
+        data, bases, np.array([len(r) for r in raws]), np.array([40, 1, 9]))
+    assert fits.tolist() == [True, True, True]
+    exact_starts, exact_sizes = [], []
+    for base, raw, count in zip(bases.tolist(), raws, (40, 1, 9), strict=True):
+        _, starts, item_sizes = split_batch(raw, count)
+        exact_starts += [base + s for s in starts]
+        exact_sizes += item_sizes
+    assert payload_starts.tolist() == exact_starts
+    assert sizes.tolist() == exact_sizes
+
+
+def test_a_batch_with_more_zero_runs_than_items_is_not_guessed() -> None:
+    raw = raw_batch([(pb.SingleMessageMetadata(), b"a\x00\x00\x00\x00b"),
+                     (pb.SingleMessageMetadata(), b"c")])
+    fits, payload_starts, _ = locate_by_headers(
+        np.frombuffer(raw, np.uint8), np.array([0]), np.array([len(raw)]), np.array([2]))
+    assert not fits[0]
+    assert len(payload_starts) == 0
+
+
+def counted_wrong() -> bytes:
+    """Three items with as many zero runs as items, but not theirs: item 1's
+    metadata is longer than 255 bytes (its size starts with two zero bytes only)
+    and item 0's payload holds a run. Only the metadata show the guess wrong."""
+    big = pb.SingleMessageMetadata(properties=[pb.KeyValue(key="k", value="v" * 300)])
+    raw = raw_batch([(pb.SingleMessageMetadata(), b"ab\x00\x00\x00\x02cdefgh"),
+                     (big, b"second"), (pb.SingleMessageMetadata(), b"third")])
+    fits, *_ = locate_by_headers(
+        np.frombuffer(raw, np.uint8), np.array([0]), np.array([len(raw)]), np.array([3]))
+    assert fits[0]  # the guess is taken; the builder must find it wrong
+    return raw
+
+
+def test_a_wrong_guess_from_zero_runs_is_caught_by_the_metadata() -> None:
+    got = same_rows([(counted_wrong(), 3), (raw_batch(event_items(5)), 5)])
+    assert [r["value"] for r in got[:3]] == [b"ab\x00\x00\x00\x02cdefgh", b"second", b"third"]
+    assert got[1]["properties"] == [("k", "v" * 300)]
+
+
+def test_binary_payloads_read_alike_and_stop_the_zero_run_guess() -> None:
+    binary = [(pb.SingleMessageMetadata(partition_key=f"k{i}"), b"\x00" * (i % 7 + 3) + b"z")
+              for i in range(6)]
+    raws = [(raw_batch(binary[: n + 1]), n + 1) for n in range(6)] * 2
+    builder = ArrowBatchBuilder(TOPIC)
+    for i, (raw, count) in enumerate(raws):
+        builder.add(entry_of(raw, count, split=False, entry_id=i))
+    lazy = builder.build().to_pylist()
+    assert not builder._try_headers  # twelve entries, none laid out by zero runs
+    assert lazy == same_rows(raws)
+
+
+@PROPS
+@given(
+    entries=st.lists(
+        st.lists(
+            st.tuples(
+                st.lists(st.tuples(st.text(max_size=3), st.text(max_size=300)), max_size=2),
+                st.one_of(st.none(), st.text(max_size=12)),
+                st.lists(st.sampled_from([0, 0, 1, 0x61, 0x7B]), max_size=40).map(bytes),
+            ),
+            min_size=1, max_size=8,
+        ),
+        min_size=1, max_size=5,
+    ),
+    data=st.data(),
+)
+def test_zero_heavy_payloads_and_long_metadata_read_like_the_exact_split(entries, data) -> None:
+    raws = []
+    for items in entries:
+        built = [
+            (pb.SingleMessageMetadata(
+                properties=[pb.KeyValue(key=k, value=v) for k, v in props],
+                **({} if key is None else {"partition_key": key})), payload)
+            for props, key, payload in items
+        ]
+        raws.append((raw_batch(built), len(built)))
+    same_rows(raws)
+    positions = [sorted(data.draw(st.sets(st.integers(0, c - 1), min_size=1))) for _, c in raws]
+    same_rows(raws, positions)
 
 
 # -- the builder: guesses checked against every item's metadata ------------------
