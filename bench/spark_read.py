@@ -1,12 +1,13 @@
 """spark.read.format("pulsar").load().count() against its ceiling and the client alone.
 
-    python bench/spark_read.py [--messages 1000000] [--size 100] [--runs 3]
-                               [--partitions 4] [--service-url URL]
+    python bench/spark_read.py [--messages 1000000] [--size 100] [--shape fixed]
+                               [--runs 3] [--partitions 4] [--service-url URL]
                                [--option KEY=VALUE ...]
 
 Without ``--service-url`` an embedded pulsar-lite is started. Our producer
 writes ``--messages`` payloads of ``--size`` bytes (batched, LZ4) to one
-topic. Then, in the same run:
+topic; ``--shape varied`` spreads their sizes, ``--shape keyed`` adds a key,
+two properties and an event time to each. Then, in the same run:
 
 * **client alone**: ``PulsarClient.read_batches`` over the whole topic in this
   process (one thread), rows/s;
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import random
 import sys
 import tempfile
 import time
@@ -85,8 +87,29 @@ class MemoryDataSource(DataSource):
         return _MemoryReader(self.options["path"], int(self.options["partitions"]))
 
 
-def produce_ours(url: str, topic: str, count: int, size: int) -> None:
-    table = pa.table({"value": pa.array([b"x" * size] * min(count, 100_000), pa.binary())})
+def sample_table(rows: int, size: int, shape: str) -> pa.Table:
+    """``rows`` messages of ``--shape``: ``fixed`` (``size``-byte values only),
+    ``varied`` (value sizes spread over ``size/2 .. 3*size/2``) or ``keyed`` (varied,
+    plus a key, two properties and an event time, as application events carry)."""
+    if shape == "fixed":
+        return pa.table({"value": pa.array([b"x" * size] * rows, pa.binary())})
+    lengths = random.Random(7)
+    text = bytes(range(32, 127)) * (2 * size // 95 + 2)
+    columns = {"value": pa.array(
+        [text[i % 95:][: lengths.randint(size // 2, size * 3 // 2)] for i in range(rows)],
+        pa.binary())}
+    if shape == "keyed":
+        columns["key"] = pa.array([f"user-{i % 10_007}" for i in range(rows)])
+        columns["properties"] = pa.array(
+            [[("source", "bench"), ("kind", ("click", "view", "buy")[i % 3])]
+             for i in range(rows)], pa.map_(pa.string(), pa.string()))
+        columns["eventTime"] = pa.array(
+            [1_700_000_000_000 + i for i in range(rows)], pa.timestamp("ms", tz="UTC"))
+    return pa.table(columns)
+
+
+def produce_ours(url: str, topic: str, count: int, size: int, shape: str = "fixed") -> None:
+    table = sample_table(min(count, 100_000), size, shape)
     with PulsarClient(url) as client:
         producer = client.create_producer(topic, compression="lz4", max_pending_messages=20_000)
         left = count
@@ -142,6 +165,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
+    parser.add_argument("--shape", choices=("fixed", "varied", "keyed"), default="fixed",
+                        help="the messages' sizes and fields (see sample_table)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4, help="minPartitions / slices")
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
@@ -154,8 +179,8 @@ def main() -> int:
             tempfile.TemporaryDirectory() as tmp:
         topic = f"persistent://public/default/bench-spark-read-{int(time.time())}"
         started = time.perf_counter()
-        produce_ours(url, topic, n, args.size)
-        print(f"produced {n:,} x {args.size} B (LZ4, batched) in "
+        produce_ours(url, topic, n, args.size, args.shape)
+        print(f"produced {n:,} x {args.size} B ({args.shape}; LZ4, batched) in "
               f"{time.perf_counter() - started:.1f} s")
         path = str(Path(tmp) / "rows.arrow")
         if read_client(url, topic, path) != n:
