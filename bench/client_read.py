@@ -13,10 +13,8 @@ LZ4); then each reader reads all of them, in alternating order, best of
   columns (value, key, properties, event time, message id, publish time,
   producer name, sequence id) into lists, then ``pa.table``.
 
-``--shape`` picks the messages: ``fixed`` (every value ``--size`` bytes, nothing
-else), ``varied`` (value sizes spread evenly over ``size/2 .. 3*size/2``) or
-``keyed`` (varied, plus a key, two properties and an event time, as application
-events carry).
+``--shape`` picks the messages (``fixed``, ``varied`` or ``keyed``, see
+``bench/_shapes.py``).
 
 Each read runs in a process of its own, so that its peak RSS is its own.
 Prints messages/s for each, their ratio, and each reader's peak RSS next to
@@ -27,10 +25,8 @@ be bounded by its queue, not by the topic).
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pulsar
@@ -39,6 +35,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import broker_url, child_report, run_child
+from _shapes import SHAPES, sample_messages
 from brokers import produce
 
 from pulsar_spark.client import PulsarClient
@@ -86,24 +83,6 @@ def read_official(url: str, topic: str) -> int:
         client.close()
 
 
-def messages(shape: str, count: int, size: int) -> Iterator[dict]:
-    """The messages of ``--shape`` (see the module docstring), the same in every run."""
-    if shape == "fixed":
-        payload = b"x" * size
-        for _ in range(count):
-            yield {"value": payload}
-        return
-    sizes = random.Random(7)
-    text = bytes(range(32, 127)) * (2 * size // 95 + 2)
-    for i in range(count):
-        value = text[i % 95:][: sizes.randint(size // 2, size * 3 // 2)]
-        if shape == "varied":
-            yield {"value": value}
-        else:
-            yield {"value": value, "key": f"user-{i % 10_007}", "event_time": 1_700_000_000_000 + i,
-                   "properties": {"source": "bench", "kind": ("click", "view", "buy")[i % 3]}}
-
-
 READERS = {"ours": read_ours, "official": read_official, "idle": lambda url, topic: 0}
 
 
@@ -111,7 +90,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
-    parser.add_argument("--shape", choices=("fixed", "varied", "keyed"), default="fixed",
+    parser.add_argument("--shape", choices=SHAPES, default="fixed",
                         help="the messages' sizes and fields (see above)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
@@ -128,7 +107,7 @@ def main() -> int:
     with broker_url(args.service_url, "bench-read-") as url:
         topic = f"persistent://public/default/bench-read-{int(time.time())}"
         started = time.perf_counter()
-        produce(url, topic, messages(args.shape, args.messages, args.size),
+        produce(url, topic, sample_messages(args.shape, args.messages, args.size),
                 compression="LZ4", timeout=3600)
         print(f"produced {args.messages:,} x {args.size} B ({args.shape}; LZ4, batched) in "
               f"{time.perf_counter() - started:.1f} s with the official client")

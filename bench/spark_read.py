@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import random
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import broker_url, spark_session
+from _shapes import SHAPES, sample_table
 
 from pulsar_spark.client import PulsarClient
 
@@ -87,29 +87,8 @@ class MemoryDataSource(DataSource):
         return _MemoryReader(self.options["path"], int(self.options["partitions"]))
 
 
-def sample_table(rows: int, size: int, shape: str) -> pa.Table:
-    """``rows`` messages of ``--shape``: ``fixed`` (``size``-byte values only),
-    ``varied`` (value sizes spread over ``size/2 .. 3*size/2``) or ``keyed`` (varied,
-    plus a key, two properties and an event time, as application events carry)."""
-    if shape == "fixed":
-        return pa.table({"value": pa.array([b"x" * size] * rows, pa.binary())})
-    lengths = random.Random(7)
-    text = bytes(range(32, 127)) * (2 * size // 95 + 2)
-    columns = {"value": pa.array(
-        [text[i % 95:][: lengths.randint(size // 2, size * 3 // 2)] for i in range(rows)],
-        pa.binary())}
-    if shape == "keyed":
-        columns["key"] = pa.array([f"user-{i % 10_007}" for i in range(rows)])
-        columns["properties"] = pa.array(
-            [[("source", "bench"), ("kind", ("click", "view", "buy")[i % 3])]
-             for i in range(rows)], pa.map_(pa.string(), pa.string()))
-        columns["eventTime"] = pa.array(
-            [1_700_000_000_000 + i for i in range(rows)], pa.timestamp("ms", tz="UTC"))
-    return pa.table(columns)
-
-
 def produce_ours(url: str, topic: str, count: int, size: int, shape: str = "fixed") -> None:
-    table = sample_table(min(count, 100_000), size, shape)
+    table = sample_table(shape, min(count, 100_000), size)
     with PulsarClient(url) as client:
         producer = client.create_producer(topic, compression="lz4", max_pending_messages=20_000)
         left = count
@@ -165,8 +144,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
-    parser.add_argument("--shape", choices=("fixed", "varied", "keyed"), default="fixed",
-                        help="the messages' sizes and fields (see sample_table)")
+    parser.add_argument("--shape", choices=SHAPES, default="fixed",
+                        help="the messages' sizes and fields (bench/_shapes.py)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4, help="minPartitions / slices")
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
