@@ -105,7 +105,7 @@ class Position:
         except (ValueError, InvalidPosition) as exc:
             msg = (
                 f"{what}={text!r} is not a position: expected 'earliest', 'latest', "
-                "'L:E:P:B', 'from:L:E:P:B', 'after:L:E:P:B' or 'time:<epoch ms>' ({exc})"
+                f"'L:E:P:B', 'from:L:E:P:B', 'after:L:E:P:B' or 'time:<epoch ms>' ({exc})"
             )
             raise InvalidPosition(msg) from None
 
