@@ -197,7 +197,8 @@ class Schema(_message.Message):
     __slots__ = ("name", "schema_data", "type", "properties")
     class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
-        None: _ClassVar[Schema.Type]
+        # dropped by proto/generate.py: the member `None` is a Python keyword and cannot be declared in a stub;
+        # at run time it is reachable as `Schema.Type.Value("None")`. Was: None: _ClassVar[Schema.Type]
         String: _ClassVar[Schema.Type]
         Json: _ClassVar[Schema.Type]
         Protobuf: _ClassVar[Schema.Type]
@@ -220,7 +221,8 @@ class Schema(_message.Message):
         ProtobufNative: _ClassVar[Schema.Type]
         AutoConsume: _ClassVar[Schema.Type]
         External: _ClassVar[Schema.Type]
-    None: Schema.Type
+    # dropped by proto/generate.py: the member `None` is a Python keyword and cannot be declared in a stub;
+    # at run time it is reachable as `Schema.Type.Value("None")`. Was: None: Schema.Type
     String: Schema.Type
     Json: Schema.Type
     Protobuf: Schema.Type

@@ -5,8 +5,11 @@ Regenerate it with ``python proto/generate.py`` when this fails.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,9 +73,9 @@ def test_committed_module_matches_the_proto(compiled, committed) -> None:
     if expected != actual:
         # Name what differs, message by message, before failing.
         by_name = {m.name: m for m in actual.message_type}
-        changed = [
-            m.name for m in expected.message_type if by_name.get(m.name) != m
-        ] + sorted({m.name for m in actual.message_type} - {m.name for m in expected.message_type})
+        changed = [m.name for m in expected.message_type if by_name.get(m.name) != m] + sorted(
+            {m.name for m in actual.message_type} - {m.name for m in expected.message_type}
+        )
         pytest.fail(
             "pulsar_spark/protocol/PulsarApi_pb2.py does not match proto/PulsarApi.proto "
             f"(messages differing: {changed or 'none; enums or options'}); "
@@ -174,3 +177,41 @@ def test_minus_one_defaults() -> None:
     assert pb.MessageIdData().batch_index == -1
     assert pb.CommandProducerSuccess().last_sequence_id == -1
     assert pb.CommandSubscribe().durable is True
+
+
+def _fix_pyi() -> Callable[[str], str]:
+    # proto/generate.py is a script, not a module of the package.
+    spec = importlib.util.spec_from_file_location("generate", ROOT / "proto" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fix: Callable[[str], str] = module.fix_pyi
+    return fix
+
+
+def test_committed_stub_is_valid_python() -> None:
+    # protoc writes the Schema.Type member `None` as `None: ...`, which no
+    # parser accepts; generate.py turns those lines into comments.
+    stub = (ROOT / "pulsar_spark" / "protocol" / "PulsarApi_pb2.pyi").read_text()
+    ast.parse(stub)
+    assert _fix_pyi()(stub) == stub
+    assert "String: _ClassVar[Schema.Type]" in stub
+
+
+def test_fix_pyi_comments_out_keyword_members() -> None:
+    fix_pyi = _fix_pyi()
+    raw = (
+        "class Schema:\n"
+        "    class Type(int):\n"
+        "        None: _ClassVar[Schema.Type]\n"
+        "        String: _ClassVar[Schema.Type]\n"
+        "    None: Schema.Type\n"
+        "    NoneType: int\n"
+    )
+    fixed = fix_pyi(raw)
+    ast.parse(fixed)
+    lines = fixed.splitlines()
+    assert "        String: _ClassVar[Schema.Type]" in lines
+    assert "    NoneType: int" in lines
+    assert not any(line.lstrip().startswith("None:") for line in lines)
+    assert "Was: None: Schema.Type" in fixed
