@@ -50,7 +50,7 @@ from .connection import Connection
 from .errors import ClientError, ConnectionClosed, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
-from .reader import Backoff
+from .retry import Backoff, may_retry
 
 __all__ = ["Producer"]
 
@@ -536,8 +536,7 @@ class Producer:
             except PulsarError as exc:
                 # The broker may still hold the producer of the lost connection for a
                 # moment: its name is busy until then.
-                retriable = exc.retriable or getattr(exc, "code", None) == pb.ProducerBusy
-                if not retriable or time.monotonic() > deadline:
+                if not may_retry(exc) or time.monotonic() > deadline:
                     with self._lock:
                         self._error = exc
                         self._reconnecting = False

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import threading
 import time
 import uuid
@@ -41,8 +40,8 @@ from typing import TypeVar
 
 import pyarrow as pa
 
+from ..columnar import ArrowBatchBuilder
 from ..protocol import PulsarApi_pb2 as pb
-from ..protocol.arrow import ArrowBatchBuilder
 from ..protocol.chunks import ChunkAssembler, is_chunk
 from ..protocol.entry import open_entry, select
 from ..protocol.errors import ChunkError, PulsarError, ServerError
@@ -52,9 +51,9 @@ from .connection import Connection
 from .errors import ConnectionClosed, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
+from .retry import Backoff, may_retry
 
 __all__ = [
-    "Backoff",
     "PartitionReader",
     "first_entry",
     "get_last_message_id",
@@ -67,22 +66,6 @@ log = logging.getLogger(__name__)
 T = pb.BaseCommand
 R = TypeVar("R")
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
-
-
-class Backoff:
-    """Reconnect delays: 100 ms doubling to 60 s, minus up to 10 % jitter."""
-
-    def __init__(self, initial: float = 0.1, maximum: float = 60.0) -> None:
-        self.initial, self.maximum = initial, maximum
-        self._next = initial
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2, self.maximum)
-        return delay * (1 - random.random() * 0.1)
-
-    def reset(self) -> None:
-        self._next = self.initial
 
 
 class _Inbox:
@@ -340,7 +323,7 @@ class PartitionReader:
                 self._subscribe()
                 return
             except PulsarError as exc:
-                if not exc.retriable:
+                if not may_retry(exc):
                     raise
                 reason = str(exc)
 
@@ -399,7 +382,7 @@ class PartitionReader:
             try:
                 return action()
             except PulsarError as exc:  # noqa: PERF203 - a retry loop
-                if not exc.retriable:
+                if not may_retry(exc):
                     raise
                 self._reconnect(str(exc))
 
@@ -449,7 +432,7 @@ class PartitionReader:
             try:
                 frame = self._inbox.get(self._idle)
             except PulsarError as exc:
-                if not exc.retriable:
+                if not may_retry(exc):
                     raise
                 self._reconnect(str(exc))
                 continue
@@ -626,7 +609,7 @@ class PartitionReader:
         try:
             last = get_last_message_id(self._conn, self._consumer_id, self.topic)
         except PulsarError as exc:
-            if not exc.retriable:
+            if not may_retry(exc):
                 raise
             self._reconnect(str(exc))
             return False

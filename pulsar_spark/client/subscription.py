@@ -25,7 +25,7 @@ from .connection import Connection
 from .errors import ClientError, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
-from .reader import Backoff
+from .retry import Backoff, may_retry
 
 __all__ = ["acknowledge_cumulative", "unsubscribe"]
 
@@ -66,9 +66,8 @@ def _attached(
         except PulsarError as exc:
             conn.remove_handler("consumer", consumer_id)
             # ConsumerBusy: a previous attachment is still being closed.
-            busy = getattr(exc, "code", None) == pb.ConsumerBusy
             delay = backoff.next()
-            if not (exc.retriable or busy) or time.monotonic() + delay > deadline:
+            if not may_retry(exc) or time.monotonic() + delay > deadline:
                 raise
             time.sleep(delay)
 
