@@ -15,8 +15,8 @@ batch of one is still a batch.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from google.protobuf.message import DecodeError
 
@@ -31,7 +31,8 @@ SingleMessageMetadata = pb.SingleMessageMetadata
 
 def is_batch(metadata: pb.MessageMetadata) -> bool:
     """Whether a payload is a batch: decided by presence of ``num_messages_in_batch``."""
-    return metadata.HasField("num_messages_in_batch")
+    batched: bool = metadata.HasField("num_messages_in_batch")
+    return batched
 
 
 class BatchItems(NamedTuple):
@@ -66,8 +67,8 @@ def split_batch(
     count: int,
     *,
     # Cache for LOAD_FAST in the loop below.
-    _unpack: object = _U32.unpack_from,
-    _parse: object = SingleMessageMetadata.FromString,
+    _unpack: Callable[[memoryview, int], tuple[Any, ...]] = _U32.unpack_from,
+    _parse: Callable[[memoryview], pb.SingleMessageMetadata] = SingleMessageMetadata.FromString,
 ) -> BatchItems:
     """Split a decompressed batch payload into its ``count`` items.
 
@@ -87,7 +88,7 @@ def split_batch(
     pos = 0
     try:
         for index in range(count):
-            (smm_size,) = _unpack(view, pos)  # type: ignore[operator]
+            (smm_size,) = _unpack(view, pos)
             pos += 4
             smm_end = pos + smm_size
             if smm_end > end:
@@ -96,7 +97,7 @@ def split_batch(
                     f"past the end of the {end}-byte payload"
                 )
                 raise BatchDecodeError(msg)
-            smm = _parse(view[pos:smm_end])  # type: ignore[operator]
+            smm = _parse(view[pos:smm_end])
             size = smm.payload_size
             if size <= 0 and (size < 0 or not smm.HasField("payload_size")):
                 msg = f"batch item {index} at byte {pos} has no valid payload_size ({size})"

@@ -18,13 +18,14 @@ limit, normally the frame limit) and checks the result against it after.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import cramjam
 import lz4.block
 import zstandard
 
 from . import PulsarApi_pb2 as pb
-from .errors import DecompressionError, EncodeError, UncompressedSizeMismatch
+from .errors import DecompressionError, EncodeError, UncompressedSizeMismatch, UnknownCodec
 
 __all__ = ["CODEC_NAMES", "codec_by_name", "compress", "decompress"]
 
@@ -48,7 +49,8 @@ def codec_by_name(name: str | None) -> int:
     """Wire value of a codec given by name (case-insensitive; ``None`` = NONE).
 
     Raises:
-        ValueError: not a codec Pulsar knows; the message lists the valid names.
+        UnknownCodec: (a ``ValueError``) not a codec Pulsar knows; the message
+            lists the valid names.
     """
     if name is None:
         return pb.NONE
@@ -57,7 +59,7 @@ def codec_by_name(name: str | None) -> int:
     except KeyError:
         valid = ", ".join(sorted(_BY_NAME))
         msg = f"unknown compression {name!r}; expected one of {valid}"
-        raise ValueError(msg) from None
+        raise UnknownCodec(msg) from None
 
 
 def compress(codec: int, data: Buffer) -> bytes:
@@ -65,7 +67,8 @@ def compress(codec: int, data: Buffer) -> bytes:
     if codec == pb.NONE:
         return bytes(data)
     if codec == pb.LZ4:
-        return lz4.block.compress(data, store_size=False)
+        block: bytes = lz4.block.compress(data, store_size=False)
+        return block
     if codec == pb.ZLIB:
         # A complete stream; decoders accept it as well as unfinished ones.
         return zlib.compress(data)
@@ -115,8 +118,7 @@ def decompress(codec: int, data: Buffer, uncompressed_size: int, limit: int) -> 
         # Decoders stop one byte past the declared size: "more" is all we know then.
         got = f"more than {uncompressed_size}" if len(out) > uncompressed_size else len(out)
         msg = (
-            f"{name} payload inflates to {got} bytes, but its metadata declares "
-            f"{uncompressed_size}"
+            f"{name} payload inflates to {got} bytes, but its metadata declares {uncompressed_size}"
         )
         raise UncompressedSizeMismatch(msg)
     return out
@@ -126,9 +128,11 @@ def _lz4(data: Buffer, size: int, limit: int) -> Buffer:
     if not data and size == 0:
         return b""  # some producers send an empty payload for an empty message
     try:
-        return lz4.block.decompress(data, uncompressed_size=size)
+        inflated: bytes = lz4.block.decompress(data, uncompressed_size=size)
     except lz4.block.LZ4BlockError:
         pass
+    else:
+        return inflated
     # A raw block does not say how much it holds, and the library only reports
     # "corrupt or too small": try again with room up to the limit to tell a
     # lying uncompressed_size from bytes that are not LZ4 at all.
@@ -185,4 +189,9 @@ def _snappy(data: Buffer, size: int, limit: int) -> Buffer:
     return out
 
 
-_DECODERS = {pb.LZ4: _lz4, pb.ZLIB: _zlib, pb.ZSTD: _zstd, pb.SNAPPY: _snappy}
+_DECODERS: dict[int, Callable[[Buffer, int, int], Buffer]] = {
+    pb.LZ4: _lz4,
+    pb.ZLIB: _zlib,
+    pb.ZSTD: _zstd,
+    pb.SNAPPY: _snappy,
+}

@@ -96,7 +96,8 @@ class Entry:
 
     @property
     def is_marker(self) -> bool:
-        return self.metadata.HasField("marker_type")
+        marker: bool = self.metadata.HasField("marker_type")
+        return marker
 
     def message_id(self, batch_index: int = -1) -> MessageId:
         return MessageId(self.ledger, self.entry, self.partition, batch_index)
@@ -214,10 +215,7 @@ def _kept_indexes(kept: Sequence[int]) -> list[int]:
     previous = -1
     for index in indexes:
         if index <= previous:
-            msg = (
-                f"compacted_batch_indexes {indexes} are not increasing non-negative "
-                "batch indexes"
-            )
+            msg = f"compacted_batch_indexes {indexes} are not increasing non-negative batch indexes"
             raise BatchDecodeError(msg)
         previous = index
     return indexes
@@ -302,9 +300,7 @@ def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Messa
         start, size = entry.starts[pos], entry.sizes[pos]
         src = entry.smms[pos] if entry.smms is not None else meta
         if entry.smms is not None:
-            seq = (
-                src.sequence_id if src.HasField("sequence_id") else meta.sequence_id + batch_index
-            )
+            seq = src.sequence_id if src.HasField("sequence_id") else meta.sequence_id + batch_index
         else:
             seq = meta.sequence_id
         if src.HasField("partition_key") and not src.null_partition_key:
@@ -329,7 +325,8 @@ def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Messa
                 schema_version=meta.schema_version if meta.HasField("schema_version") else None,
                 broker_publish_time=broker_time,
                 broker_index=(
-                    None if first_index is None
+                    None
+                    if first_index is None
                     else to_signed64((first_index + max(batch_index, 0)) & _U64)
                 ),
                 replicated_from=(

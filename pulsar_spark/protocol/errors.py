@@ -15,14 +15,20 @@ branch on policy rather than on message text::
     |   +-- UnknownCommand           a command type this client does not know
     |   +-- MetadataDecodeError      undecodable message/broker-entry metadata
     |   +-- CorruptMessage           a payload that cannot be turned into messages
-    |       +-- DecompressionError
-    |       +-- UncompressedSizeMismatch
-    |       +-- BatchDecodeError
-    |       +-- ChunkError
+    |   |   +-- DecompressionError
+    |   |   +-- UncompressedSizeMismatch
+    |   |   +-- BatchDecodeError
+    |   |   +-- ChunkError
+    |   +-- WireError                protobuf wire format read by hand that is broken
     +-- EncodeError                  no   what we were asked to send cannot be framed
+    +-- InvalidArgument              no   a value given by the caller (also a ValueError)
+    |   +-- InvalidMessageId         text that is not ``ledger:entry[:partition[:batch]]``
+    |   +-- UnknownCodec             a compression name Pulsar does not know
     +-- ServerError                  per code: an ERROR / SEND_ERROR from the broker
         +-- one class per ServerError code (see :func:`server_error`)
 
+``WireError`` and the ``InvalidArgument`` classes also derive from
+``ValueError``, so code written against ``ValueError`` keeps catching them.
 Protocol errors carry ``offset`` (the stream offset of the frame at fault,
 when known) and ``message_id`` (the message at fault, when known), and their
 text says both.
@@ -50,7 +56,11 @@ __all__ = [
     "UncompressedSizeMismatch",
     "BatchDecodeError",
     "ChunkError",
+    "WireError",
     "EncodeError",
+    "InvalidArgument",
+    "InvalidMessageId",
+    "UnknownCodec",
     "ServerError",
     "server_error",
 ]
@@ -113,8 +123,15 @@ class CommandDecodeError(ProtocolError):
 class UnknownCommand(ProtocolError):
     """A BaseCommand whose type this client does not know."""
 
-    def __init__(self, msg: str, *, type_value: int | None = None, **kw: object) -> None:
-        super().__init__(msg, **kw)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        msg: str,
+        *,
+        type_value: int | None = None,
+        offset: int | None = None,
+        message_id: str | None = None,
+    ) -> None:
+        super().__init__(msg, offset=offset, message_id=message_id)
         self.type_value = type_value
 
 
@@ -141,8 +158,15 @@ class BatchDecodeError(CorruptMessage):
     raised (a batch, or the rows of a bulk decode).
     """
 
-    def __init__(self, msg: str, *, item: int | None = None, **kw: object) -> None:
-        super().__init__(msg, **kw)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        msg: str,
+        *,
+        item: int | None = None,
+        offset: int | None = None,
+        message_id: str | None = None,
+    ) -> None:
+        super().__init__(msg, offset=offset, message_id=message_id)
         self.item = item
 
 
@@ -150,8 +174,24 @@ class ChunkError(CorruptMessage):
     """Chunks of a large message that cannot be put back together."""
 
 
+class WireError(ProtocolError, ValueError):
+    """Bytes that are not protobuf wire format (truncated, over-long, bad wire type)."""
+
+
 class EncodeError(PulsarError):
     """A command or message that cannot be encoded (too large, bad field value, ...)."""
+
+
+class InvalidArgument(PulsarError, ValueError):
+    """A value the caller gave that is not valid here; the text names it and why."""
+
+
+class InvalidMessageId(InvalidArgument):
+    """Text that is not a message id ``ledger:entry[:partition[:batch_index]]``."""
+
+
+class UnknownCodec(InvalidArgument):
+    """A compression codec name Pulsar does not know; the text lists the valid ones."""
 
 
 # ---------------------------------------------------------------------------
@@ -162,11 +202,13 @@ class EncodeError(PulsarError):
 class ServerError(PulsarError):
     """An error the broker reported, with its ServerError code and message."""
 
-    code: ClassVar[int] = pb.UnknownError
+    #: The ServerError code: the class's, or the one the broker sent for a
+    #: code this client does not know.
+    code: int = pb.UnknownError
 
     def __init__(self, message: str, *, code: int | None = None, context: str = "") -> None:
         if code is not None and code != type(self).code:
-            self.code = code  # type: ignore[misc]
+            self.code = code
         self.broker_message = message
         self.context = context
         name = _code_name(self.code)
@@ -191,9 +233,10 @@ def _rebuild_server_error(
 
 def _code_name(code: int) -> str:
     try:
-        return pb.ServerError.Name(code)
+        name: str = pb.ServerError.Name(code)
     except ValueError:
         return f"ServerError({code})"
+    return name
 
 
 # Codes after which the same request may succeed on a fresh lookup or later.

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import PulsarApi_pb2 as pb
+from .errors import InvalidMessageId
 
 __all__ = ["MessageId", "EARLIEST", "LATEST", "to_signed64", "to_unsigned64"]
 
@@ -55,27 +56,28 @@ class MessageId:
         (``18446744073709551615`` is -1); they are stored signed.
 
         Raises:
-            ValueError: the text is not such an id.
+            InvalidMessageId: (a ``ValueError``) the text is not such an id; the
+                message quotes it and says which part is wrong.
         """
         parts = text.strip().split(":")
         if not 2 <= len(parts) <= 4:
             msg = f"message id {text!r} is not ledger:entry[:partition[:batch_index]]"
-            raise ValueError(msg)
+            raise InvalidMessageId(msg)
         try:
             numbers = [int(p) for p in parts]
         except ValueError:
             msg = f"message id {text!r} has a part that is not an integer"
-            raise ValueError(msg) from None
+            raise InvalidMessageId(msg) from None
         # Ledger and entry may be written as the wire's uint64 (2^64-1 for -1).
         for i in (0, 1):
             if not -(1 << 63) <= numbers[i] < (1 << 64):
                 msg = f"message id {text!r} has a ledger or entry outside 64 bits"
-                raise ValueError(msg)
+                raise InvalidMessageId(msg)
             numbers[i] = to_signed64(numbers[i])
         for i in range(2, len(numbers)):
             if not -(1 << 31) <= numbers[i] < (1 << 31):
                 msg = f"message id {text!r} has a partition or batch index outside 32 bits"
-                raise ValueError(msg)
+                raise InvalidMessageId(msg)
         return cls(*numbers)
 
     @classmethod

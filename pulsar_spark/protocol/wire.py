@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .errors import WireError
+
 __all__ = ["WireError", "encode_varint", "fields", "read_varint"]
 
 _FIXED = {1: 8, 5: 4}
-
-
-class WireError(ValueError):
-    """Bytes that are not protobuf wire format (truncated, over-long, bad wire type)."""
 
 
 def read_varint(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
@@ -75,6 +73,7 @@ def fields(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, int, int
 
 
 def encode_varint(value: int) -> bytes:
+    """``value`` (non-negative) as a protobuf varint."""
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)

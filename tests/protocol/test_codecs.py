@@ -19,11 +19,9 @@ from pulsar_spark.protocol import (
     codec_by_name,
     compress,
     decompress,
-    framing,
     pb,
 )
-
-crc32c = framing.crc32c  # the implementation the framing uses
+from pulsar_spark.protocol.frame_encode import crc32c  # the implementation the framing uses
 
 CODECS = {"NONE": pb.NONE, "LZ4": pb.LZ4, "ZLIB": pb.ZLIB, "ZSTD": pb.ZSTD, "SNAPPY": pb.SNAPPY}
 COMPRESSING = {name: value for name, value in CODECS.items() if value != pb.NONE}
@@ -123,19 +121,19 @@ VECTORS = {
         pb.LZ4,
         # token 0x7f: 7 literals "pulsar ", match length 15+...; offset 7;
         # length byte 4 -> match of 15+4+4 = 23; token 0x50: 5 literals "lsar!"
-        bytes.fromhex("7f") + b"pulsar " + bytes.fromhex("0700" "04" "50") + b"lsar!",
+        bytes.fromhex("7f") + b"pulsar " + bytes.fromhex("0700 04 50") + b"lsar!",
         PULSAR,
     ),
     "Snappy literal": (
         pb.SNAPPY,
         # varint length 5; literal tag (5-1)<<2
-        bytes.fromhex("05" "10") + b"hello",
+        bytes.fromhex("05 10") + b"hello",
         b"hello",
     ),
     "Snappy with a copy": (
         pb.SNAPPY,
         # length 12; literal "abc" (tag 0x08); copy-1 of length 9 at offset 3 (tag 0x15, 0x03)
-        bytes.fromhex("0c" "08") + b"abc" + bytes.fromhex("15" "03"),
+        bytes.fromhex("0c 08") + b"abc" + bytes.fromhex("15 03"),
         b"abcabcabcabc",
     ),
     "zlib without final block (sync flush, never finished)": (

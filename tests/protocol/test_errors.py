@@ -8,23 +8,28 @@ import pickle
 
 import pytest
 
-from pulsar_spark.protocol import errors, pb
+from pulsar_spark.protocol import MessageId, codec_by_name, errors, pb
 from pulsar_spark.protocol.errors import (
     ChecksumMismatch,
     CorruptMessage,
+    EncodeError,
     FrameError,
+    InvalidArgument,
+    InvalidMessageId,
     ProtocolError,
     PulsarError,
     ServerError,
     TruncatedFrame,
+    UnknownCodec,
     UnknownCommand,
+    WireError,
     server_error,
 )
+from pulsar_spark.protocol.position import InvalidPosition
+from pulsar_spark.protocol.wire import fields, read_varint
 
 PROTOCOL_ERRORS = [
-    cls
-    for _, cls in inspect.getmembers(errors, inspect.isclass)
-    if issubclass(cls, ProtocolError)
+    cls for _, cls in inspect.getmembers(errors, inspect.isclass) if issubclass(cls, ProtocolError)
 ]
 
 
@@ -45,6 +50,7 @@ def test_every_protocol_error_is_a_pulsar_error_and_fatal() -> None:
         "UncompressedSizeMismatch",
         "BatchDecodeError",
         "ChunkError",
+        "WireError",
     }
     for cls in PROTOCOL_ERRORS:
         assert issubclass(cls, PulsarError)
@@ -187,3 +193,86 @@ def test_server_errors_pickle_and_copy(exc: ServerError) -> None:
 def test_server_error_is_not_a_protocol_error() -> None:
     assert not issubclass(ServerError, ProtocolError)
     assert not issubclass(errors.EncodeError, ProtocolError)
+
+
+# ---------------------------------------------------------------------------
+# Errors that are also ValueErrors
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [InvalidArgument, InvalidMessageId, UnknownCodec, WireError])
+def test_value_errors_of_the_hierarchy(cls: type[PulsarError]) -> None:
+    # Callers that catch ValueError keep working; the policy flag says "do not retry".
+    assert issubclass(cls, PulsarError)
+    assert issubclass(cls, ValueError)
+    assert cls.retriable is False
+    assert cls.__name__ in errors.__all__
+
+
+def test_invalid_arguments_are_not_protocol_errors() -> None:
+    # A bad value from the caller is not bytes from the peer.
+    for cls in (InvalidArgument, InvalidMessageId, UnknownCodec):
+        assert not issubclass(cls, ProtocolError)
+        assert not issubclass(cls, EncodeError)
+    assert issubclass(InvalidMessageId, InvalidArgument)
+    assert issubclass(UnknownCodec, InvalidArgument)
+    assert issubclass(InvalidPosition, PulsarError)
+    assert issubclass(InvalidPosition, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("1", "is not ledger:entry[:partition[:batch_index]]"),
+        ("1:2:3:4:5", "is not ledger:entry[:partition[:batch_index]]"),
+        ("1:x", "has a part that is not an integer"),
+        ("", "is not ledger:entry"),
+        (f"{1 << 64}:0", "ledger or entry outside 64 bits"),
+        (f"0:{-(1 << 63) - 1}", "ledger or entry outside 64 bits"),
+        (f"1:2:{1 << 31}", "partition or batch index outside 32 bits"),
+        (f"1:2:0:{-(1 << 31) - 1}", "partition or batch index outside 32 bits"),
+    ],
+)
+def test_message_id_parse_raises_invalid_message_id(text: str, says: str) -> None:
+    with pytest.raises(InvalidMessageId) as caught:
+        MessageId.parse(text)
+    assert says in str(caught.value)
+    assert repr(text) in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_codec_by_name_raises_unknown_codec() -> None:
+    with pytest.raises(UnknownCodec) as caught:
+        codec_by_name("brotli")
+    text = str(caught.value)
+    assert "'brotli'" in text
+    for name in ("lz4", "none", "snappy", "zlib", "zstd"):
+        assert name in text
+    assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b"\xff" * 11, "truncated or over-long varint"),
+        (b"\x0b", "wire type 3"),
+        (b"\x0a\x05ab", "runs past the end"),
+    ],
+)
+def test_wire_errors(data: bytes, says: str) -> None:
+    with pytest.raises(WireError, match=says) as caught:
+        list(fields(data))
+    assert isinstance(caught.value, ProtocolError)
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(WireError, match="truncated or over-long varint before byte 1"):
+        read_varint(b"\x80", 0)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [InvalidMessageId("bad id"), UnknownCodec("bad codec"), WireError("bad wire")],
+)
+def test_value_errors_pickle(exc: PulsarError) -> None:
+    again = pickle.loads(pickle.dumps(exc))
+    assert type(again) is type(exc)
+    assert str(again) == str(exc)
