@@ -61,8 +61,8 @@ import zstandard
 from google.protobuf import __version__ as protobuf_version
 from google.protobuf.internal import api_implementation
 
+from pulsar_spark.columnar import ArrowBatchBuilder
 from pulsar_spark.protocol import (
-    ArrowBatchBuilder,
     FrameDecoder,
     open_entry,
     select,

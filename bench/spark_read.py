@@ -48,7 +48,7 @@ os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from pulsar_spark.protocol import ROW_SCHEMA
+from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.spark import SPARK_SCHEMA
 
 

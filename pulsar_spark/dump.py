@@ -1,4 +1,4 @@
-"""Decode captured Pulsar traffic: ``python -m pulsar_spark.protocol.dump FILE...``.
+"""Decode captured Pulsar traffic: ``python -m pulsar_spark.dump FILE...``.
 
 Each FILE is one direction of a connection as raw bytes (a concatenation of
 frames, e.g. ``shared/golden/*.bin``). Each frame becomes one line of JSON::
@@ -30,12 +30,21 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from . import PulsarApi_pb2 as pb
-from .chunks import ChunkAssembler, is_chunk
-from .entry import Message, messages, open_entry
-from .errors import CorruptMessage, ProtocolError
-from .framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder, subcommand
-from .message_id import to_signed64
+from .protocol import (
+    DEFAULT_MAX_FRAME_SIZE,
+    ChunkAssembler,
+    CorruptMessage,
+    Frame,
+    FrameDecoder,
+    Message,
+    ProtocolError,
+    is_chunk,
+    messages,
+    open_entry,
+    pb,
+    subcommand,
+)
+from .protocol.message_id import to_signed64
 
 __all__ = ["dump_stream", "main"]
 
@@ -139,7 +148,7 @@ def _one_line(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pulsar_spark.protocol.dump",
+        prog="python -m pulsar_spark.dump",
         description="Decode captured Pulsar binary-protocol bytes into JSON lines, one per frame.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="one direction of a connection")

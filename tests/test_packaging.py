@@ -30,7 +30,7 @@ import pulsar_spark
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pulsar_spark"
 #: Modules that are command-line tools and may print.
-CLI_MODULES = {"protocol/dump.py"}
+CLI_MODULES = {"dump.py"}
 
 
 def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -63,7 +63,7 @@ def test_the_wheel_holds_the_package_its_types_and_license(wheel: Path) -> None:
     assert "pulsar_spark/py.typed" in names
     assert "pulsar_spark/protocol/PulsarApi_pb2.pyi" in names
     assert {"pulsar_spark/__init__.py", "pulsar_spark/spark/datasource.py",
-            "pulsar_spark/client/__init__.py", "pulsar_spark/protocol/dump.py"} <= names
+            "pulsar_spark/client/__init__.py", "pulsar_spark/dump.py"} <= names
     assert f"{dist_info}/licenses/LICENSE" in names
     assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
     assert metadata["Name"] == "pulsar-spark"
@@ -95,7 +95,7 @@ def test_the_wheel_installs_and_imports_in_a_clean_venv(wheel: Path, tmp_path: P
     assert Path(got["file"]).is_relative_to(env_dir), got["file"]
     assert got == {**got, "version": pulsar_spark.__version__, "dist": pulsar_spark.__version__,
                    "no_spark_on_import": True, "typed": True, "format": "pulsar"}
-    dump = _run(python, "-I", "-m", "pulsar_spark.protocol.dump", "--help", cwd=tmp_path)
+    dump = _run(python, "-I", "-m", "pulsar_spark.dump", "--help", cwd=tmp_path)
     assert "usage" in dump.stdout.lower()
 
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from ..protocol import PulsarApi_pb2 as pb
-from ..protocol.arrow import base_topic
 from ..protocol.message_id import EARLIEST, LATEST, MessageId
+from ..protocol.topics import base_topic
 from .auth import Authentication
 from .connection import TlsOptions
 from .errors import ClientError

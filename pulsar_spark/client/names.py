@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..protocol.arrow import base_topic
+from ..protocol.topics import base_topic
 from .errors import InvalidServiceUrl, InvalidTopicName
 
 __all__ = ["ServiceUrl", "TopicName", "parse_service_url", "parse_topic"]

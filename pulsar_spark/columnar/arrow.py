@@ -42,16 +42,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .batch import split_batch
-from .entry import Entry, decode_key, text
-from .errors import CorruptMessage, ProtocolError
+from ..protocol.batch import split_batch
+from ..protocol.entry import Entry, decode_key, text
+from ..protocol.errors import CorruptMessage, ProtocolError
+from ..protocol.message_id import to_signed64
+from ..protocol.topics import base_topic
+from ..protocol.wire import WireError, encode_varint, fields
 from .items import locate_by_headers, locate_items, locate_uniform
-from .message_id import to_signed64
 from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, map_array
 from .text_columns import numbered, repeated
-from .wire import WireError, encode_varint, fields
 
-__all__ = ["ROW_SCHEMA", "ArrowBatchBuilder", "base_topic"]
+__all__ = ["ROW_SCHEMA", "ArrowBatchBuilder"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -72,18 +73,7 @@ ROW_SCHEMA = pa.schema(
     ]
 )
 
-_PARTITION_SUFFIX = "-partition-"
 _U32 = struct.Struct(">I")
-
-
-def base_topic(topic: str) -> tuple[str, int]:
-    """Split ``…/name-partition-N`` into (``…/name``, N); (topic, -1) otherwise."""
-    cut = topic.rfind(_PARTITION_SUFFIX)
-    if cut > 0:
-        digits = topic[cut + len(_PARTITION_SUFFIX) :]
-        if digits.isdigit() and digits.isascii():
-            return topic[:cut], int(digits)
-    return topic, -1
 
 
 class ArrowBatchBuilder:

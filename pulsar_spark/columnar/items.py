@@ -34,7 +34,7 @@ import struct
 
 import numpy as np
 
-from .errors import BatchDecodeError
+from ..protocol.errors import BatchDecodeError
 
 __all__ = ["locate_by_headers", "locate_items", "locate_uniform"]
 

@@ -61,7 +61,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from .errors import BatchDecodeError
+from ..protocol.errors import BatchDecodeError
 
 __all__ = ["SmmColumns", "decode_smm_columns", "gather_binary", "gather_string", "map_array"]
 

@@ -1,13 +1,13 @@
-"""Sans-IO Pulsar binary protocol: framing, commands, metadata, batches, codecs, Arrow.
+"""Sans-IO Pulsar binary protocol: framing, commands, metadata, batches, codecs, positions.
 
 Nothing in this package opens a socket, starts a thread or reads a clock.
 Bytes go in (:class:`FrameDecoder`), frames and messages come out; commands
 and payloads go in (:func:`encode_command`, :func:`encode_payload_command`),
-bytes come out.
+bytes come out. It imports neither pyarrow nor numpy: the Arrow decoding of
+messages is :mod:`pulsar_spark.columnar`.
 """
 
 from . import PulsarApi_pb2 as pb
-from .arrow import ROW_SCHEMA, ArrowBatchBuilder, base_topic
 from .batch import BatchItems, encode_batch, is_batch, split_batch
 from .chunks import ChunkAssembler, ChunkedMessage, is_chunk
 from .codecs import CODEC_NAMES, codec_by_name, compress, decompress
@@ -46,10 +46,11 @@ from .framing import (
     subcommand,
 )
 from .message_id import EARLIEST, LATEST, MessageId
+from .position import InvalidPosition, Position
+from .topics import base_topic, partition_name
 
 __all__ = [
     "pb",
-    "ROW_SCHEMA", "ArrowBatchBuilder", "base_topic",
     "BatchItems", "encode_batch", "is_batch", "split_batch",
     "ChunkAssembler", "ChunkedMessage", "is_chunk",
     "CODEC_NAMES", "codec_by_name", "compress", "decompress",
@@ -62,4 +63,6 @@ __all__ = [
     "FrameDecoder", "command_name", "decode_frame_body", "encode_command",
     "encode_payload_command", "frame_limit_for", "subcommand",
     "EARLIEST", "LATEST", "MessageId",
+    "InvalidPosition", "Position",
+    "base_topic", "partition_name",
 ]

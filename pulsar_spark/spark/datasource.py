@@ -29,7 +29,7 @@ require_spark("pulsar_spark.PulsarDataSource (the Python Data Source API)", MINI
 from pyspark.sql.datasource import DataSource  # noqa: E402
 from pyspark.sql.types import StructType  # noqa: E402
 
-from ..protocol.arrow import ROW_SCHEMA  # noqa: E402
+from ..columnar import ROW_SCHEMA  # noqa: E402
 from .options import (  # noqa: E402
     OffsetSpec,
     PulsarOptionError,

@@ -20,7 +20,8 @@ from brokers import official_client, produce, read_all
 from pulsar_spark.client import PartitionReader, PulsarClient
 from pulsar_spark.client.connection import Connection
 from pulsar_spark.client.names import parse_topic
-from pulsar_spark.protocol import ROW_SCHEMA, pb
+from pulsar_spark.columnar import ROW_SCHEMA
+from pulsar_spark.protocol import pb
 from pulsar_spark.protocol.entry import messages, open_entry
 from pulsar_spark.protocol.framing import Frame, encode_command
 

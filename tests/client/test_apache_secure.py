@@ -22,7 +22,7 @@ from pulsar_spark.client import (
     TokenAuthentication,
 )
 from pulsar_spark.client.errors import PulsarError
-from pulsar_spark.protocol import ROW_SCHEMA
+from pulsar_spark.columnar import ROW_SCHEMA
 
 
 def _rows(client: PulsarClient, topic: str) -> list[dict]:

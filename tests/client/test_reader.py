@@ -20,7 +20,8 @@ from pulsar_spark.client import (
     PulsarClient,
 )
 from pulsar_spark.client.connection import Connection
-from pulsar_spark.protocol import ROW_SCHEMA, pb
+from pulsar_spark.columnar import ROW_SCHEMA
+from pulsar_spark.protocol import pb
 
 T = pb.BaseCommand
 

@@ -1,4 +1,4 @@
-"""Batch items located without protobuf objects (:mod:`pulsar_spark.protocol.items`),
+"""Batch items located without protobuf objects (:mod:`pulsar_spark.columnar.items`),
 and the builder that guesses item places and checks the guesses.
 
 The reference is the exact split (:func:`split_batch`, one protobuf parse per
@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import build_entry, item_lists, metadata_base
 
-from pulsar_spark.protocol import ArrowBatchBuilder, BatchDecodeError, CorruptMessage, pb
+from pulsar_spark.columnar import ArrowBatchBuilder
+from pulsar_spark.columnar.items import locate_by_headers, locate_items, locate_uniform
+from pulsar_spark.protocol import BatchDecodeError, CorruptMessage, pb
 from pulsar_spark.protocol.batch import encode_batch, split_batch
 from pulsar_spark.protocol.entry import open_entry, select
-from pulsar_spark.protocol.items import locate_by_headers, locate_items, locate_uniform
+from tests.protocol.strategies import build_entry, item_lists, metadata_base
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOPIC = "persistent://public/default/items"

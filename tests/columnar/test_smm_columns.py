@@ -21,16 +21,16 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.protocol import FrameDecoder, open_entry, pb
-from pulsar_spark.protocol import smm_columns as sc
-from pulsar_spark.protocol.errors import BatchDecodeError
-from pulsar_spark.protocol.smm_columns import (
+from pulsar_spark.columnar import smm_columns as sc
+from pulsar_spark.columnar.smm_columns import (
     SmmColumns,
     decode_smm_columns,
     gather_binary,
     gather_string,
     map_array,
 )
+from pulsar_spark.protocol import FrameDecoder, open_entry, pb
+from pulsar_spark.protocol.errors import BatchDecodeError
 
 SMM = pb.SingleMessageMetadata
 U64 = (1 << 64) - 1

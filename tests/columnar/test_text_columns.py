@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.protocol.text_columns import numbered, repeated
+from pulsar_spark.columnar.text_columns import numbered, repeated
 
 texts = st.text(max_size=20) | st.sampled_from(["", "ü", "日本", "persistent://public/default/t"])
 counts = st.integers(0, 30) | st.sampled_from([1, 9, 10, 11, 99, 100, 101, 999, 1000, 1001])

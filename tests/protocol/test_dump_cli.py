@@ -1,4 +1,4 @@
-"""The dump tool as a command: ``python -m pulsar_spark.protocol.dump FILE...``.
+"""The dump tool as a command: ``python -m pulsar_spark.dump FILE...``.
 
 Good input gives one JSON object per frame on stdout and exit status 0. Bad
 input gives exit status 1 and exactly one line on stderr that names the file
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pulsar_spark.dump import dump_stream, main
 from pulsar_spark.protocol import compress, encode_payload_command, pb
-from pulsar_spark.protocol.dump import dump_stream, main
 
 MESSAGE_KEYS = {"payload", "key", "properties", "event_time", "batch_index"}
 TYPE_NAMES = set(pb.BaseCommand.Type.keys())
@@ -27,7 +27,7 @@ TYPE_NAMES = set(pb.BaseCommand.Type.keys())
 
 def run_dump(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pulsar_spark.protocol.dump", *map(str, args)],
+        [sys.executable, "-m", "pulsar_spark.dump", *map(str, args)],
         capture_output=True,
         text=True,
         encoding="utf-8",

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from strategies import CODECS, Item, ack_set_from_acked, build_entry
 
+from pulsar_spark.columnar import ArrowBatchBuilder
 from pulsar_spark.protocol import (
-    ArrowBatchBuilder,
     BatchDecodeError,
     CorruptMessage,
     DecompressionError,

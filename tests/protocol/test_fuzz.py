@@ -60,8 +60,8 @@ from strategies import (
     send_frames,
 )
 
+from pulsar_spark.columnar import ArrowBatchBuilder
 from pulsar_spark.protocol import (
-    ArrowBatchBuilder,
     ChunkAssembler,
     Frame,
     FrameDecoder,

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from pulsar_spark.columnar import ROW_SCHEMA, ArrowBatchBuilder
+from pulsar_spark.dump import dump_stream
 from pulsar_spark.protocol import (
-    ROW_SCHEMA,
-    ArrowBatchBuilder,
     Entry,
     Frame,
     FrameDecoder,
@@ -31,7 +31,6 @@ from pulsar_spark.protocol import (
     open_entry,
     pb,
 )
-from pulsar_spark.protocol.dump import dump_stream
 from pulsar_spark.protocol.message_id import to_signed64
 
 BROKER_TO_CLIENT = "broker-to-client"
@@ -98,7 +97,7 @@ def test_dump_cli_gives_the_expected_messages(golden_scenarios, scenario_name, d
     (scenario,) = [s for s in golden_scenarios if s.name == scenario_name]
     path = scenario.path(direction)
     result = subprocess.run(
-        [sys.executable, "-m", "pulsar_spark.protocol.dump", str(path)],
+        [sys.executable, "-m", "pulsar_spark.dump", str(path)],
         capture_output=True,
         check=False,
         timeout=60,

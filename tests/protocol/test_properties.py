@@ -36,9 +36,8 @@ from strategies import (
     split_points,
 )
 
+from pulsar_spark.columnar import ROW_SCHEMA, ArrowBatchBuilder
 from pulsar_spark.protocol import (
-    ROW_SCHEMA,
-    ArrowBatchBuilder,
     ChunkAssembler,
     ChunkError,
     MessageId,
