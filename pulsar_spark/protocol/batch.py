@@ -1,4 +1,4 @@
-"""Batch payloads: several messages in one entry.
+"""Batch payloads: several messages in one entry, split into items and laid out again.
 
 Wire grammar of a batch payload, after decompression::
 

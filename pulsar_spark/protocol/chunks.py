@@ -1,4 +1,4 @@
-"""Reassembly of chunked messages.
+"""Chunked messages: :class:`ChunkAssembler` puts the chunks of a large message back together.
 
 A producer splits a message larger than the broker's ``max_message_size``
 into chunks, each its own entry, after compressing it whole. Every chunk

@@ -1,4 +1,4 @@
-"""Payload compression codecs, as Pulsar producers write them.
+"""Payload compression codecs: compress as Pulsar producers do, decompress with size checks.
 
 ========  ====================================================================
 NONE      payload as is

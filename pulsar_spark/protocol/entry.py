@@ -1,4 +1,4 @@
-"""Entries: what one SEND or MESSAGE frame carries, turned into messages.
+"""Entries: what one SEND or MESSAGE frame carries, opened, filtered and turned into messages.
 
 An *entry* is one stored unit: a single message, or a batch of them. Opening
 an entry decompresses its payload and, for a batch, splits it
@@ -12,7 +12,7 @@ separate step (:func:`select`), with the filters a reader needs:
 
 Every skipped item is counted, so the reader can give its flow permit back.
 :func:`messages` builds Python objects for tools and tests; the Arrow path
-(:mod:`.arrow`) reads the same :class:`Entry` columns without them.
+(:mod:`pulsar_spark.columnar`) reads the same :class:`Entry` columns without them.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Entry:
 
     The items of a batch are located (split) on first use of :attr:`smms`,
     :attr:`starts` or :attr:`sizes`, or at once by :func:`open_entry` unless it
-    is told ``split=False``: :class:`~.arrow.ArrowBatchBuilder` locates the
+    is told ``split=False``: :class:`~pulsar_spark.columnar.ArrowBatchBuilder` locates the
     items of many entries together, without protobuf objects.
     """
 
@@ -173,7 +173,7 @@ def select(
     ``entry.count - len(result)`` items were filtered, and their permits are
     owed back to the broker. ``compacted_out`` items are filtered here when
     the entry is :attr:`~Entry.located`; otherwise
-    :class:`~.arrow.ArrowBatchBuilder` drops them when it decodes their metadata.
+    :class:`~pulsar_spark.columnar.ArrowBatchBuilder` drops them when it decodes their metadata.
 
     Args:
         ack_set: ``CommandMessage.ack_set`` words; bit i clear = item i acked.

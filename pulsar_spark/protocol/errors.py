@@ -1,4 +1,4 @@
-"""The one error hierarchy of pulsar-spark.
+"""The one error hierarchy of pulsar-spark: :class:`PulsarError` and its classes, retriable or not.
 
 Every error the connector raises derives from :class:`PulsarError`. Each class
 says whether retrying can help through its ``retriable`` attribute, so callers

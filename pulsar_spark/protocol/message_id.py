@@ -1,4 +1,4 @@
-"""Message ids: ``ledger:entry:partition:batch_index``.
+"""Message ids: :class:`MessageId` (``ledger:entry:partition:batch_index``), order and wire form.
 
 On the wire ledger and entry are uint64 varints, and clients use -1 (sent as
 2^64-1) for "earliest" and INT64_MAX for "latest"; here they are signed Python
