@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from brokers import PulsarLite
+from support.lite import PulsarLite
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import broker_url, child_report, run_child
 from _shapes import SHAPES, sample_messages
-from brokers import produce
+from support.official import produce
 
 from pulsar_spark.client import PulsarClient
 

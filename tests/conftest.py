@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,13 +20,9 @@ import pytest
 from pulsar_spark.protocol import Frame, FrameDecoder, codec_by_name
 
 TESTS_DIR = Path(__file__).resolve().parent
-# tests/ holds importable helpers (brokers.py, the plugin loaded below): make them
-# importable whatever pytest's import mode and wherever a test module lives.
-if str(TESTS_DIR) not in sys.path:
-    sys.path.insert(0, str(TESTS_DIR))
 
-#: Real brokers (pulsar-lite), the fault proxy and official-client helpers: tests/brokers.py.
-pytest_plugins = ["brokers", "apache_pulsar"]
+#: The brokers' fixtures (pulsar-lite, Apache Pulsar, the fault proxy) and report hook.
+pytest_plugins = ["tests.support.plugin"]
 
 GOLDEN_DIR = TESTS_DIR / "golden"
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from apache_pulsar import PULSAR_VERSION
+
+from tests.support.apache_dist import PULSAR_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"

@@ -23,8 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-TESTS_DIR = Path(__file__).resolve().parent
-NOTEBOOKS_DIR = TESTS_DIR.parent / "notebooks"
+#: The repository root: the runner imports ``tests.support.spark`` from it.
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.py"))
 HEADER = "# Databricks notebook source\n"
 SEPARATOR = "\n# COMMAND ----------\n"
@@ -64,7 +65,7 @@ spark, failed, given = None, [], {}
 while len(sys.argv) > 1 and sys.argv[1].startswith("--"):
     option, value = sys.argv.pop(1)[2:].split("=", 1)
     if option == "remote":  # a local Spark Connect server with this master
-        from spark_connect import local_connect_session
+        from tests.support.spark import local_connect_session
 
         spark = local_connect_session(value)
         print(f"=== session: {type(spark).__module__}", flush=True)
@@ -107,7 +108,7 @@ def _run(notebooks: list[Path], tmp_path: Path, *options: str,
                if k not in AUTH_VARIABLES and not k.startswith("SPARK_")}
     environ.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                    PULSAR_NOTEBOOK_DIR=str(tmp_path / "work"), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=os.pathsep.join([str(TESTS_DIR), environ.get("PYTHONPATH", "")]),
+                   PYTHONPATH=os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")]),
                    **env)
     return subprocess.run(
         [sys.executable, "-c", RUNNER, *options, *map(str, notebooks)], cwd=tmp_path, env=environ,
@@ -151,7 +152,7 @@ def test_the_notebooks_run_on_pulsar_lite(pulsar_lite, tmp_path: Path) -> None:
 def test_the_notebooks_run_over_spark_connect(pulsar_lite, tmp_path: Path) -> None:
     """Databricks serverless and shared clusters are Spark Connect: every notebook runs on a
     local Spark Connect server's session too."""
-    proc = _run(NOTEBOOKS, tmp_path, "--remote=local[2]",  # tests/spark_connect.py
+    proc = _run(NOTEBOOKS, tmp_path, "--remote=local[2]",  # tests/support/spark.py
                 PULSAR_SERVICE_URL=pulsar_lite.service_url)
     assert proc.returncode == 0, _report(proc)
     assert "=== session: pyspark.sql.connect." in proc.stdout, _report(proc)

@@ -5,7 +5,8 @@ topic with four partitions."""
 from __future__ import annotations
 
 import pytest
-from apache_pulsar import BrokerHandle
+
+from tests.support.apache import BrokerHandle
 
 PARTITIONS = 4
 

@@ -10,12 +10,13 @@ import hmac
 import json
 import time
 
-import apache_pulsar as ap
 import pytest
-from admin import AdminError, PulsarAdmin, topic_path
-from brokers import BrokerStartError, produce
 
 from pulsar_spark.client import PulsarClient
+from tests.support import apache as ap
+from tests.support.admin import AdminError, PulsarAdmin, topic_path
+from tests.support.official import produce
+from tests.support.process import BrokerStartError
 
 # -- without a broker ----------------------------------------------------------------
 

@@ -14,8 +14,6 @@ import threading
 import time
 
 import pytest
-from admin import AdminError
-from brokers import official_client, produce, read_all
 
 from pulsar_spark.client import PartitionReader, PulsarClient
 from pulsar_spark.client.connection import Connection
@@ -24,6 +22,8 @@ from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import pb
 from pulsar_spark.protocol.entry import messages, open_entry
 from pulsar_spark.protocol.framing import Frame, encode_command
+from tests.support.admin import AdminError
+from tests.support.official import official_client, produce, read_all
 
 T = pb.BaseCommand
 MIB = 1024 * 1024
@@ -178,7 +178,7 @@ def test_without_entry_metadata_the_broker_columns_are_null(apache_pulsar, topic
 
 def _official_sends(url: str, topic: str, name: str, items: list[tuple[int, bytes]]) -> list[str]:
     """Send ``(sequence_id, value)`` pairs with an official producer named ``name``."""
-    from brokers import message_id_str
+    from tests.support.official import message_id_str
 
     ids = []
     with official_client(url) as client:

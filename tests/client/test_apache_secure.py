@@ -13,7 +13,6 @@ import threading
 import time
 
 import pytest
-from brokers import official_client, produce, read_all
 
 from pulsar_spark.client import (
     ConnectError,
@@ -23,6 +22,7 @@ from pulsar_spark.client import (
 )
 from pulsar_spark.client.errors import PulsarError
 from pulsar_spark.columnar import ROW_SCHEMA
+from tests.support.official import official_client, produce, read_all
 
 
 def _rows(client: PulsarClient, topic: str) -> list[dict]:
@@ -143,7 +143,7 @@ def _secure_client(broker, auth, **options) -> PulsarClient:
 def test_a_bad_token_is_rejected_quickly_with_a_clear_error(
     apache_pulsar_secure, topic_name, case: str
 ) -> None:
-    from apache_pulsar import make_token
+    from tests.support.apache_tls import make_token
 
     sec = apache_pulsar_secure.secure
     auth = {

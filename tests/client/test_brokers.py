@@ -18,22 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
-from brokers import (
-    CODECS,
-    START_TIMEOUT,
-    BrokerFactory,
-    BrokerStartError,
-    FaultProxy,
-    ProxyFactory,
-    PulsarLite,
-    free_port,
-    produce,
-    pulsar_handshake,
-    read_all,
-    topic_partitions,
-)
 
 from pulsar_spark.protocol import Frame, FrameDecoder, codec_by_name, encode_command, pb
+from tests.support.fault_proxy import FaultProxy
+from tests.support.lite import START_TIMEOUT, PulsarLite, pulsar_handshake
+from tests.support.net import free_port
+from tests.support.official import CODECS, produce, read_all, topic_partitions
+from tests.support.plugin import BrokerFactory, ProxyFactory
+from tests.support.process import BrokerStartError
 
 
 def sample_messages(n: int = 100, prefix: str = "m") -> list[dict]:
@@ -266,13 +258,14 @@ def test_failed_test_report_carries_broker_log(tmp_path: Path) -> None:
     """A failing test that used a broker fixture gets the broker log in its report."""
     tests_dir = Path(__file__).resolve().parents[1]
     (tmp_path / "conftest.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(tests_dir)!r})\npytest_plugins = ['brokers']\n"
+        f"import sys\nsys.path.insert(0, {str(tests_dir)!r})\npytest_plugins = ['support.plugin']\n"
     )
     (tmp_path / "test_fails.py").write_text(
         textwrap.dedent(
             """
             import pytest
-            from brokers import PulsarLite, produce
+            from support.lite import PulsarLite
+            from support.official import produce
 
             @pytest.fixture(scope="session")
             def session_broker(tmp_path_factory):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from brokers import CODECS, read_all
 
 from pulsar_spark.client import ClientError, PulsarClient
 from pulsar_spark.client.routing import java_string_hash
+from tests.support.official import CODECS, read_all
 
 
 def _messages(n: int) -> list[dict]:

@@ -8,8 +8,6 @@ import threading
 import time
 
 import pytest
-from brokers import CODECS, produce
-from brokers import mixed_messages as _messages
 
 from pulsar_spark.client import (
     ClientError,
@@ -22,6 +20,8 @@ from pulsar_spark.client import (
 from pulsar_spark.client.connection import Connection
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import pb
+from tests.support.official import CODECS, produce
+from tests.support.official import mixed_messages as _messages
 
 T = pb.BaseCommand
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pulsar
 import pytest
-from brokers import official_client, produce
 
 from pulsar_spark.client import ClientError, PulsarClient
+from tests.support.official import official_client, produce
 
 
 def _first_received(url: str, topic: str, subscription: str) -> bytes:

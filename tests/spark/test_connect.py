@@ -1,7 +1,7 @@
 """The data source over Spark Connect: a local Spark Connect server, a client session that
 registers ``PulsarDataSource`` and reads and writes Pulsar through it.
 
-``spark_connect.local_connect_session`` starts a local Spark Connect server (what
+``tests.support.spark.local_connect_session`` starts a local Spark Connect server (what
 ``SparkSession.builder.remote("local[2]")`` does, on a free port instead of the fixed 15002)
 and connects to it (pyspark[connect]: grpcio, grpcio-status, googleapis-common-protos,
 zstandard). It runs in a subprocess: the session-scoped classic ``spark`` fixture lives in
@@ -17,9 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from brokers import produce, read_all
+from tests.support.official import produce, read_all
 
-TESTS_DIR = Path(__file__).resolve().parent.parent
+#: The repository root: the subprocess imports ``tests.support.spark`` from it.
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Reads ``topic`` (JSON summary on stdout), then writes ``n`` rows to ``out``, all over
 #: Spark Connect. argv: service URL, topic, out topic, n.
@@ -27,7 +28,7 @@ SCRIPT = r"""
 import json, sys
 from pyspark.sql import functions as F
 from pulsar_spark import PulsarDataSource
-from spark_connect import local_connect_session
+from tests.support.spark import local_connect_session
 
 url, topic, out, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 spark = local_connect_session("local[2]")
@@ -59,7 +60,7 @@ def test_read_and_write_over_spark_connect(pulsar_lite, topic_name: str, tmp_pat
     out = topic_name + "-out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join([str(TESTS_DIR), env.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, url, topic_name, out, "25"], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=600, check=False,

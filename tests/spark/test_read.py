@@ -9,8 +9,6 @@ import threading
 import time
 
 import pytest
-from brokers import free_port, produce, read_all
-from brokers import mixed_messages as _messages
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
@@ -19,6 +17,9 @@ from pulsar_spark.protocol import MessageId
 from pulsar_spark.spark import SPARK_SCHEMA
 from pulsar_spark.spark.options import parse_options
 from pulsar_spark.spark.ranges import plan_ranges, read_range, split_ranges
+from tests.support.net import free_port
+from tests.support.official import mixed_messages as _messages
+from tests.support.official import produce, read_all
 
 UTC = dt.timezone.utc
 #: The columns compared with the official client (it does not expose sequence ids).

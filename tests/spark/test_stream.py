@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from brokers import produce, read_all
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.spark.compat import spark_version
+from tests.support.official import produce, read_all
 
 #: Tests of features that need a newer Spark than the oldest supported (4.0); that
 #: those features are refused there with a clear error is tested on its own.

@@ -17,9 +17,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from brokers import produce, read_all
 
 from pulsar_spark.spark.compat import spark_version
+from tests.support.official import produce, read_all
 
 SCRIPT = textwrap.dedent('''
     import json, sys

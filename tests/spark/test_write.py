@@ -6,7 +6,6 @@ import datetime as dt
 import re
 
 import pytest
-from brokers import read_all
 from pyspark.sql import Row
 from pyspark.sql.types import (
     BinaryType,
@@ -18,6 +17,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 from pyspark.testing import assertDataFrameEqual
+
+from tests.support.official import read_all
 
 WRITE_SCHEMA = StructType([
     StructField("key", StringType()),

@@ -1,0 +1,18 @@
+"""Test support: the brokers the tests start, a fault proxy, official-client and Spark helpers.
+
+Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
+``tests/conftest.py``. Modules (each imports only its siblings, relatively, so
+``bench/`` can use them as ``support.<module>`` with ``tests/`` on ``sys.path``):
+
+``process``      :class:`BrokerProcess`, the start/stop/kill/restart/log of one broker process
+``net``          free loopback ports, the Pulsar CONNECT handshake, polling
+``lite``         :class:`PulsarLite`, a pulsar-lite process
+``fault_proxy``  :class:`FaultProxy`, a frame-aware fault-injecting proxy
+``official``     produce and read with the official ``pulsar`` client
+``apache_dist``  the Apache Pulsar distribution: download, cache, Java, JVM flags, config
+``apache_tls``   tokens and certificates of the secure Apache broker
+``apache``       :class:`ApachePulsar` (plain, secure, dedup) and :class:`BrokerHandle`
+``admin``        :class:`PulsarAdmin`, the Apache Pulsar admin REST API
+``spark``        the local Spark session of the tests and a local Spark Connect session
+``plugin``       the fixtures, one broker factory, one failed-test report hook
+"""
