@@ -53,13 +53,16 @@ class Position:
 
     @classmethod
     def at(cls, message_id: MessageId) -> Position:
-        """From ``message_id`` on, that message included."""
-        return cls("from", message_id)
+        """From ``message_id`` on, that message included (see :meth:`of`)."""
+        return cls.of(message_id, inclusive=True)
 
     @classmethod
     def after(cls, message_id: MessageId) -> Position:
-        """What follows ``message_id`` (batch index -1: what follows the whole entry)."""
-        return cls("after", message_id)
+        """What follows ``message_id`` (batch index -1: what follows the whole entry).
+
+        See :meth:`of` for the wire's earliest and latest ids.
+        """
+        return cls.of(message_id, inclusive=False)
 
     @classmethod
     def at_time(cls, time_ms: int) -> Position:
@@ -71,7 +74,11 @@ class Position:
 
     @classmethod
     def of(cls, message_id: MessageId, *, inclusive: bool) -> Position:
-        """``from:`` or ``after:`` an id; the wire's earliest/latest ids map to their kinds."""
+        """``from:`` or ``after:`` an id; the wire's earliest/latest ids map to their kinds.
+
+        That mapping is what :meth:`parse` does with such an id, so
+        ``Position.parse(str(p)) == p`` holds for every position built here.
+        """
         if message_id.is_earliest:
             return _EARLIEST
         if message_id.is_latest:
