@@ -40,9 +40,7 @@ __all__ = ["ChunkAssembler", "ChunkedMessage", "is_chunk"]
 
 def is_chunk(metadata: pb.MessageMetadata) -> bool:
     """Whether an entry is one chunk of a larger message."""
-    return (
-        not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1
-    )
+    return not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1
 
 
 @dataclass(slots=True)
