@@ -1,4 +1,4 @@
-"""Fixtures of the client tests: the ``broker`` fixture (tests/apache_pulsar.py) runs each
+"""Fixtures of the client tests: the ``broker`` fixture (tests/support/plugin.py) runs each
 test on pulsar-lite and on Apache Pulsar; ``partitioned_broker`` does the same for a
 topic with four partitions."""
 

@@ -1,18 +1,14 @@
-"""One local[2] SparkSession for every Spark test, with the pulsar source registered.
-
-The workers must run this interpreter (it has pyarrow and the connector), so
-``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` point at ``sys.executable``
-before the JVM starts.
-"""
+"""Fixtures of the Spark tests: one local[2] SparkSession for all of them (the pulsar source
+registered; see :func:`tests.support.spark.local_session`), a reader and a partitioned URL."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.support.spark import local_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, SparkSession
@@ -20,24 +16,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from pulsar_spark import PulsarDataSource
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("pulsar-spark-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(PulsarDataSource)
+    session = local_session()
     try:
         yield session
     finally:

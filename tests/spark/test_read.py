@@ -10,7 +10,6 @@ import time
 
 import pytest
 from pyspark.sql import Row
-from pyspark.testing import assertDataFrameEqual
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol import MessageId
@@ -20,6 +19,7 @@ from pulsar_spark.spark.ranges import plan_ranges, read_range, split_ranges
 from tests.support.net import free_port
 from tests.support.official import mixed_messages as _messages
 from tests.support.official import produce, read_all
+from tests.support.spark import assert_same_rows
 
 UTC = dt.timezone.utc
 #: The columns compared with the official client (it does not expose sequence ids).
@@ -72,7 +72,7 @@ def test_every_column_as_the_official_client_reads_it(spark, read_pulsar, broker
     df = read_pulsar(url, topic=topic_name)
     assert df.schema == SPARK_SCHEMA
     expected = spark.createDataFrame(_expected_rows(url, topic_name), _schema())
-    assertDataFrameEqual(df.select(COLUMNS), expected)
+    assert_same_rows(df.select(COLUMNS), expected)
     sequence = [r.sequenceId for r in df.orderBy("sequenceId").select("sequenceId").collect()]
     assert sequence == sorted([*range(150), *range(10)])
 
@@ -98,8 +98,7 @@ def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, partitioned_
         for m, i in zip(sent, ids, strict=True)
     ]
     columns = ["key", "value", "topic", "partition", "messageId", "eventTime", "properties"]
-    assertDataFrameEqual(df.select(columns),
-                         spark.createDataFrame(expected, _schema(columns)))
+    assert_same_rows(df.select(columns), spark.createDataFrame(expected, _schema(columns)))
     assert len({r.partition for r in df.select("partition").distinct().collect()}) > 1
 
     # topics: two non-partitioned topics read as one DataFrame.
@@ -110,14 +109,14 @@ def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, partitioned_
     produce(url, other, _messages(20, start=30))
     both = read_pulsar(url, topics=f"{topic_name}, {other}")
     expected = _expected_rows(url, topic_name) + _expected_rows(url, other)
-    assertDataFrameEqual(both.select(COLUMNS), spark.createDataFrame(expected, _schema()))
+    assert_same_rows(both.select(COLUMNS), spark.createDataFrame(expected, _schema()))
 
 
 def test_topics_pattern_on_pulsar_lite_names_the_option(read_pulsar, pulsar_lite) -> None:
     # pulsar-lite does not answer GetTopicsOfNamespace: the pattern path must fail with an
     # error naming topicsPattern, within the operation timeout. The positive test (listing
     # and matching topics) needs Apache Pulsar: see test_apache_read.py when that fixture
-    # lands (tests/apache_pulsar.py).
+    # lands (tests/support/apache.py).
     started = time.monotonic()
     df = read_pulsar(pulsar_lite.service_url, topicsPattern="public/default/pat-.*",
                      **{"pulsar.client.operationTimeoutMs": "1000"})
@@ -194,13 +193,13 @@ def test_min_partitions_split_returns_the_same_rows(
     whole = read_pulsar(url, topic=plain)
     split = read_pulsar(url, topic=plain, minPartitions="5")
     assert split.rdd.getNumPartitions() == 5
-    assertDataFrameEqual(split, whole)
+    assert_same_rows(split, whole)
     # Bounds inside batches survive the split.
     ids = _ids(whole)
     bounded = dict(startingOffsets=f'{{"{plain}": "{ids[30]}"}}',
                    endingOffsets=f'{{"{plain}": "{ids[260]}"}}')
-    assertDataFrameEqual(read_pulsar(url, topic=plain, minPartitions="4", **bounded),
-                         read_pulsar(url, topic=plain, **bounded))
+    assert_same_rows(read_pulsar(url, topic=plain, minPartitions="4", **bounded),
+                     read_pulsar(url, topic=plain, **bounded))
     # A partitioned topic: 4 partitions become 10 tasks.
     url = partitioned_url
     for b in range(6):
@@ -208,7 +207,7 @@ def test_min_partitions_split_returns_the_same_rows(
     whole = read_pulsar(url, topic=topic_name)
     split = read_pulsar(url, topic=topic_name, minPartitions="10")
     assert split.rdd.getNumPartitions() == 10
-    assertDataFrameEqual(split, whole)
+    assert_same_rows(split, whole)
 
 
 def test_split_boundaries_inside_chunked_messages_lose_nothing(
@@ -231,7 +230,7 @@ def test_split_boundaries_inside_chunked_messages_lose_nothing(
     for pieces in ("3", "7", "16"):
         split = read_pulsar(broker.service_url, topic=topic_name, minPartitions=pieces)
         assert split.rdd.getNumPartitions() > 2
-        assertDataFrameEqual(split, whole)
+        assert_same_rows(split, whole)
     assert sorted(r.value for r in whole.collect()) == sorted(sent)
 
 
@@ -349,7 +348,7 @@ def test_split_across_ledgers_on_apache_pulsar(read_pulsar, apache_pulsar, topic
     assert len(ledgers) == 2
     split = read_pulsar(url, topic=topic_name, minPartitions="4")
     assert split.rdd.getNumPartitions() > 1
-    assertDataFrameEqual(split, whole)
+    assert_same_rows(split, whole)
     assert split.count() == 80
     # Every read used non-durable subscriptions: none is left on the topic.
     assert apache_pulsar.admin.stats(topic_name)["subscriptions"] == {}

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.testing import assertDataFrameEqual
+
+from tests.support.spark import assert_same_rows
 
 JAVA_AUTH = "org.apache.pulsar.client.impl.auth."
 
@@ -35,7 +36,7 @@ def test_token_and_tls_both_ways(spark, apache_pulsar_secure, topic_name, tmp_pa
         "authPluginClassName": "token", "authParams": f"file://{token_file}",
         "tlsTrustCertsFilePath": broker.secure.ca_cert,
     }).load()
-    assertDataFrameEqual(
+    assert_same_rows(
         back.selectExpr("cast(value as string) value", "cast(key as string) key"), df)
 
 

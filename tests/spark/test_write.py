@@ -16,9 +16,9 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
-from pyspark.testing import assertDataFrameEqual
 
 from tests.support.official import read_all
+from tests.support.spark import assert_same_rows
 
 WRITE_SCHEMA = StructType([
     StructField("key", StringType()),
@@ -51,7 +51,7 @@ def test_round_trip(spark, read_pulsar, broker, topic_name) -> None:
     back = read_pulsar(url, topic=topic_name)
     assert back.count() == 500
     expected = df.selectExpr("cast(key as binary) as key", "value", "properties", "eventTime")
-    assertDataFrameEqual(back.select("key", "value", "properties", "eventTime"), expected)
+    assert_same_rows(back.select("key", "value", "properties", "eventTime"), expected)
     names = {r.producerName for r in back.select("producerName").distinct().collect()}
     assert len(names) == 3
     assert all(re.fullmatch(r"rt-\d+-[012]-0", n) for n in names), names  # stage-task-attempt
@@ -73,7 +73,7 @@ def test_string_values_binary_keys_and_producer_options(spark, read_pulsar, puls
                   "pulsar.producer.maxPendingMessages": "50", "sendTimeoutMs": "20000",
                   "batchingMaxMessages": "64", "batchingMaxPublishDelayMicros": "2000"})
     back = read_pulsar(url, topic=topic_name).selectExpr("cast(value as string) value", "key")
-    assertDataFrameEqual(back, df.union(df))
+    assert_same_rows(back, df.union(df))
 
 
 def test_topic_column_routes_rows(spark, read_pulsar, broker, partitioned_url,
@@ -85,7 +85,7 @@ def test_topic_column_routes_rows(spark, read_pulsar, broker, partitioned_url,
     _write(df, url)
     got = read_pulsar(url, topics=f"{a},{b}").selectExpr(
         "topic", "cast(value as string) value", "cast(key as string) key")
-    assertDataFrameEqual(got, df.select("topic", "value", "key"))
+    assert_same_rows(got, df.select("topic", "value", "key"))
     # The topic option wins over the column.
     c = f"{topic_name}-c"
     _write(df, url, topic=c)
@@ -93,7 +93,7 @@ def test_topic_column_routes_rows(spark, read_pulsar, broker, partitioned_url,
     # A partitioned topic: keys spread over the partitions, every row arrives once.
     _write(df.drop("topic"), partitioned_url, topic=topic_name)
     back = read_pulsar(partitioned_url, topic=topic_name)
-    assertDataFrameEqual(back.selectExpr("cast(value as string) value"), df.select("value"))
+    assert_same_rows(back.selectExpr("cast(value as string) value"), df.select("value"))
     assert back.select("partition").distinct().count() > 1
 
 

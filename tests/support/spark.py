@@ -1,4 +1,7 @@
-"""Spark sessions for tests: the local session of the Spark tests, and a local Spark Connect one.
+"""Spark helpers for tests: the local session, a local Spark Connect one, DataFrame equality.
+
+:func:`assert_same_rows` is chispa's ``assert_df_equality`` with rows in any order, the
+way the Spark tests compare a DataFrame with another or with expected rows.
 
 :func:`local_session` builds the classic ``local[2]`` session the ``spark`` fixture
 (``tests/spark/conftest.py``) shares between the Spark tests, with the pulsar source
@@ -26,9 +29,9 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["local_connect_session", "local_session"]
+__all__ = ["assert_same_rows", "local_connect_session", "local_session", "sortable_maps"]
 
 _SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 
@@ -88,3 +91,37 @@ def local_connect_session(master: str = "local[2]") -> SparkSession:
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
     return RemoteSparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+
+
+def sortable_maps(df: DataFrame) -> DataFrame:
+    """``df`` with each map column replaced by its entries sorted by key.
+
+    Spark neither sorts nor hashes a map, which chispa's ``ignore_row_order`` does with
+    every column; two maps are equal exactly when their sorted entries are.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType
+
+    return df.select(
+        [
+            F.array_sort(F.map_entries(F.col(f.name))).alias(f.name)
+            if isinstance(f.dataType, MapType)
+            else F.col(f.name)
+            for f in df.schema.fields
+        ]
+    )
+
+
+def assert_same_rows(actual: DataFrame, expected: DataFrame) -> None:
+    """chispa's ``assert_df_equality`` with rows in any order: the same column names and
+    types (nullability aside) and the same rows, each as many times; map columns compared
+    through :func:`sortable_maps`."""
+    from chispa import assert_df_equality
+
+    assert_df_equality(
+        actual,
+        expected,
+        ignore_row_order=True,
+        ignore_nullable=True,
+        transforms=[sortable_maps],
+    )
