@@ -8,10 +8,17 @@ pyarrow and numpy.
 
 from __future__ import annotations
 
-from .arrow import ROW_SCHEMA, ArrowBatchBuilder
-from .smm_columns import SmmColumns, decode_smm_columns, gather_binary, gather_string, map_array
+from .builder import ArrowBatchBuilder
+from .gather import gather_binary, gather_string, map_array
+from .schema import ROW_SCHEMA
+from .smm_columns import SmmColumns, decode_smm_columns
 
 __all__ = [
-    "ROW_SCHEMA", "ArrowBatchBuilder",
-    "SmmColumns", "decode_smm_columns", "gather_binary", "gather_string", "map_array",
+    "ROW_SCHEMA",
+    "ArrowBatchBuilder",
+    "SmmColumns",
+    "decode_smm_columns",
+    "gather_binary",
+    "gather_string",
+    "map_array",
 ]

@@ -67,8 +67,9 @@ def repeated(values: list[str], counts: np.ndarray) -> pa.Array:
     lengths = np.array([len(v) for v in encoded], np.int64)
     built = _string_array(np.repeat(lengths, counts))
     if built is None:
-        return pa.array([v for v, c in zip(values, counts.tolist(), strict=True)
-                         for _ in range(c)], pa.string())
+        return pa.array(
+            [v for v, c in zip(values, counts.tolist(), strict=True) for _ in range(c)], pa.string()
+        )
     offsets, data = built
     row = 0
     for value, count in zip(encoded, counts.tolist(), strict=True):

@@ -21,14 +21,10 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar import smm_columns as sc
-from pulsar_spark.columnar.smm_columns import (
-    SmmColumns,
-    decode_smm_columns,
-    gather_binary,
-    gather_string,
-    map_array,
-)
+from pulsar_spark.columnar import smm_walk
+from pulsar_spark.columnar.gather import gather_binary, gather_string, map_array
+from pulsar_spark.columnar.smm_columns import SmmColumns, decode_smm_columns
+from pulsar_spark.columnar.smm_layout import same_layout
 from pulsar_spark.protocol import FrameDecoder, open_entry, pb
 from pulsar_spark.protocol.errors import BatchDecodeError
 
@@ -47,9 +43,9 @@ def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     items at once), and with every item handed to the per-item path that
     finishes long items, reading them in tiny windows."""
     if request.param == "each":
-        monkeypatch.setattr(sc, "_MANY_STEPS", 0)
-        monkeypatch.setattr(sc, "_FEW_LEFT", 10**9)
-        monkeypatch.setattr(sc, "_WINDOW", 7)
+        monkeypatch.setattr(smm_walk, "_MANY_STEPS", 0)
+        monkeypatch.setattr(smm_walk, "_FEW_LEFT", 10**9)
+        monkeypatch.setattr(smm_walk, "_WINDOW", 7)
     return request.param
 
 
@@ -748,7 +744,7 @@ def same_layout_items(draw: st.DrawFn) -> list[bytes]:
 @given(same_layout_items())
 def test_items_laid_out_alike_are_read_at_fixed_offsets(bodies: list[bytes]) -> None:
     buf, starts, ends = layout(bodies)
-    assert sc._same_layout(np.frombuffer(buf, np.uint8), starts, ends) is not None
+    assert same_layout(np.frombuffer(buf, np.uint8), starts, ends) is not None
     assert_like_upb(bodies)
 
 
@@ -760,13 +756,13 @@ def test_layouts_that_differ_are_walked() -> None:
         vfield(3, 10) + vfield(8, 3, pad=1) + vfield(5, 1, pad=1),
     ]
     buf, starts, ends = layout(bodies)
-    assert sc._same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
+    assert same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
     assert_like_upb(bodies)
     # A key of another length, and properties, are walked too.
     for other in ([lfield(2, b"ab"), lfield(2, b"abc")],
                   [lfield(1, lfield(1, b"k") + lfield(2, b"v"))] * 2):
         buf, starts, ends = layout(other)
-        assert sc._same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
+        assert same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
         assert_like_upb(other)
 
 

@@ -1,0 +1,116 @@
+"""The SingleMessageMetadata fields the columnar decoder knows: tag tables, field slots, and
+:class:`SmmColumns`, the columns they decode into.
+
+Tables are indexed by a tag "index": the tag itself when it is below 128, else
+128 + wire type (field numbers >= 16 are unknown to both message types). The
+wire grammar is in :mod:`.smm_columns`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "ADV",
+    "BAD",
+    "KV_KEY",
+    "KV_SLOTS",
+    "KV_VALUE",
+    "LENF",
+    "NTAGS",
+    "PROPS_TAG",
+    "SMM_SLOTS",
+    "S_B64",
+    "S_COMPACTED",
+    "S_EVENT",
+    "S_KEY",
+    "S_NULL_KEY",
+    "S_NULL_VALUE",
+    "S_ORDERING",
+    "S_PAYLOAD",
+    "S_SEQ",
+    "VAR",
+    "SmmColumns",
+    "field_tag",
+]
+
+NTAGS = 136
+_tags = np.arange(NTAGS)
+_wire = np.where(_tags < 128, _tags & 7, _tags - 128)
+_field = np.where(_tags < 128, _tags >> 3, 16)
+#: Wire type that this reader cannot skip, or field number 0.
+BAD = np.isin(_wire, (3, 4, 6, 7)) | (_field == 0)
+#: Bytes after the tag when the value is a 1-byte varint (plus its length for
+#: wire type 2); a fixed size for wire types 1 and 5; past any end for a bad tag.
+ADV = np.select([BAD, _wire == 1, _wire == 5], [2**62, 8, 4], 1).astype(np.int64)
+#: 1 for length-delimited fields: the first value byte is a length to add.
+LENF = ((_wire == 2) & ~BAD).astype(np.uint8)
+#: Whether the value starts with a varint (wire types 0 and 2).
+VAR = ((_wire == 0) | (_wire == 2)) & ~BAD
+del _tags, _wire, _field
+
+
+def field_tag(field: int, wire: int) -> int:
+    return field << 3 | wire
+
+
+# Slots (rows of the position table) of SingleMessageMetadata; 0 = skipped.
+S_KEY, S_PAYLOAD, S_COMPACTED, S_EVENT, S_B64 = 1, 2, 3, 4, 5
+S_ORDERING, S_SEQ, S_NULL_VALUE, S_NULL_KEY = 6, 7, 8, 9
+SMM_SLOTS = np.zeros(NTAGS, np.int64)
+for _f, _w, _s in (
+    (2, 2, S_KEY),
+    (3, 0, S_PAYLOAD),
+    (4, 0, S_COMPACTED),
+    (5, 0, S_EVENT),
+    (6, 0, S_B64),
+    (7, 2, S_ORDERING),
+    (8, 0, S_SEQ),
+    (9, 0, S_NULL_VALUE),
+    (10, 0, S_NULL_KEY),
+):
+    SMM_SLOTS[field_tag(_f, _w)] = _s
+PROPS_TAG = field_tag(1, 2)
+
+KV_KEY, KV_VALUE = 1, 2
+KV_SLOTS = np.zeros(NTAGS, np.int64)
+KV_SLOTS[field_tag(1, 2)] = KV_KEY
+KV_SLOTS[field_tag(2, 2)] = KV_VALUE
+del _f, _w, _s
+
+
+class SmmColumns(NamedTuple):
+    """Fields of ``N`` SingleMessageMetadata as columns (NumPy arrays).
+
+    Arrays are of length ``N`` unless noted. Byte ranges (``*_start``,
+    ``*_len``) are positions in :attr:`data`, the input buffer; they are 0
+    when the field is absent. Values of absent fields are protobuf defaults.
+    """
+
+    #: The input buffer as a uint8 array (a view, not a copy).
+    data: np.ndarray
+    payload_size: np.ndarray  # int64 (an int32 on the wire)
+    has_payload_size: np.ndarray  # bool
+    compacted_out: np.ndarray  # bool
+    event_time: np.ndarray  # uint64, 0 when unset
+    partition_key_b64_encoded: np.ndarray  # bool
+    has_sequence_id: np.ndarray  # bool
+    sequence_id: np.ndarray  # uint64
+    null_value: np.ndarray  # bool
+    null_partition_key: np.ndarray  # bool
+    has_key: np.ndarray  # bool: partition_key present (possibly empty)
+    key_start: np.ndarray  # int64
+    key_len: np.ndarray  # int64
+    has_ordering_key: np.ndarray  # bool
+    ordering_key_start: np.ndarray  # int64
+    ordering_key_len: np.ndarray  # int64
+    #: int32, length ``N + 1``: item ``i`` has property pairs
+    #: ``prop_offsets[i]:prop_offsets[i + 1]`` of the flat arrays below.
+    prop_offsets: np.ndarray
+    #: int64, one per property pair over all items, in wire order.
+    prop_key_start: np.ndarray
+    prop_key_len: np.ndarray
+    prop_value_start: np.ndarray
+    prop_value_len: np.ndarray
