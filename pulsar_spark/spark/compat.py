@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import re
 
+from .errors import SparkVersionError
+
 __all__ = ["MINIMUM_SPARK", "SparkVersionError", "require_spark", "spark_version"]
 
 MINIMUM_SPARK = (4, 0)
-
-
-class SparkVersionError(RuntimeError):
-    """A feature needs a newer Spark than the one installed."""
 
 
 def spark_version() -> tuple[int, int]:
@@ -28,14 +26,17 @@ def spark_version() -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-def require_spark(feature: str, minimum: tuple[int, int],
-                  installed: tuple[int, int] | None = None) -> None:
+def require_spark(
+    feature: str, minimum: tuple[int, int], installed: tuple[int, int] | None = None
+) -> None:
     """Raise :class:`SparkVersionError` saying what needs which Spark, and what is here."""
     have = installed or spark_version()
     if have < minimum:
         import pyspark
 
-        msg = (f"{feature} needs Spark {minimum[0]}.{minimum[1]} or newer; this is pyspark "
-               f"{pyspark.__version__}. Upgrade pyspark (pip install 'pyspark>="
-               f"{minimum[0]}.{minimum[1]}').")
+        msg = (
+            f"{feature} needs Spark {minimum[0]}.{minimum[1]} or newer; this is pyspark "
+            f"{pyspark.__version__}. Upgrade pyspark (pip install 'pyspark>="
+            f"{minimum[0]}.{minimum[1]}')."
+        )
         raise SparkVersionError(msg)

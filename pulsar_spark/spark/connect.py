@@ -1,7 +1,7 @@
 """Clients for Spark tasks and planning, from parsed options.
 
 Authentication objects hold locks and cached tokens, so options carry only
-an :class:`~pulsar_spark.spark.options.AuthSpec`; each process builds its own
+an :class:`~pulsar_spark.spark.option_auth.AuthSpec`; each process builds its own
 provider here.
 """
 
@@ -16,7 +16,8 @@ from ..client import (
     TokenAuthentication,
 )
 from ..client.errors import ClientError
-from .options import AuthSpec, PulsarOptionError, PulsarOptions
+from .errors import PulsarOptionError
+from .options import AuthSpec, PulsarOptions
 
 __all__ = ["authentication", "open_client"]
 

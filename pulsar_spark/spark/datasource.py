@@ -20,8 +20,6 @@ see :mod:`pulsar_spark.spark.options`.
 
 from __future__ import annotations
 
-import dataclasses
-
 from .compat import MINIMUM_SPARK, require_spark
 
 require_spark("pulsar_spark.PulsarDataSource (the Python Data Source API)", MINIMUM_SPARK)
@@ -30,19 +28,12 @@ from pyspark.sql.datasource import DataSource  # noqa: E402
 from pyspark.sql.types import StructType  # noqa: E402
 
 from ..columnar import ROW_SCHEMA  # noqa: E402
-from .options import (  # noqa: E402
-    OffsetSpec,
-    PulsarOptionError,
-    PulsarOptions,
-    parse_options,
-)
+from .errors import PulsarOptionError, PulsarSchemaError, PulsarWriteError  # noqa: E402
+from .options import PulsarOptions, Scope, parse_options  # noqa: E402
 from .reader import PulsarBatchReader  # noqa: E402
-from .writer import PulsarArrowWriter, PulsarWriteError, check_columns  # noqa: E402
+from .writer import PulsarArrowWriter, check_columns  # noqa: E402
 
 __all__ = ["SPARK_SCHEMA", "PulsarDataSource"]
-
-#: Options that only make sense for spark.readStream.
-_STREAM_ONLY = ("maxRecordsPerTrigger", "subscriptionName")
 
 
 def _spark_schema() -> StructType:
@@ -69,51 +60,51 @@ class PulsarDataSource(DataSource):
     def schema(self) -> StructType:
         return SPARK_SCHEMA
 
-    def _check_read(self, schema: StructType) -> None:
+    def _check_read(self, schema: StructType, scope: Scope) -> None:
         if schema != SPARK_SCHEMA:
-            msg = ("the pulsar source has a fixed schema (" + ", ".join(SPARK_SCHEMA.names) +
-                   "); do not pass .schema(...), select or cast columns after load()")
-            raise ValueError(msg)
-        self.parsed.check_scope("read")
+            msg = (
+                "the pulsar source has a fixed schema ("
+                + ", ".join(SPARK_SCHEMA.names)
+                + "); do not pass .schema(...), select or cast columns after load()"
+            )
+            raise PulsarSchemaError(msg)
+        self.parsed.check_scope(scope)
         if (self.parsed.topic, self.parsed.topics, self.parsed.topics_pattern) == (
-                None, None, None):
+            None,
+            None,
+            None,
+        ):
             msg = "reads need one of topic, topics or topicsPattern"
             raise PulsarOptionError(option="topic", message=msg)
 
     def reader(self, schema: StructType) -> PulsarBatchReader:
-        self._check_read(schema)
-        for name in _STREAM_ONLY:
-            if name in self.parsed.given:
-                raise PulsarOptionError(name, "applies to streaming reads only "
-                                              "(spark.readStream)")
+        self._check_read(schema, Scope.BATCH_READ)
         return PulsarBatchReader(self.parsed)
 
     def writer(self, schema: StructType, overwrite: bool) -> PulsarArrowWriter:
         if overwrite:
-            msg = ("the pulsar sink only appends: a topic cannot be overwritten. Use "
-                   ".mode(\"append\") (messages already in the topic stay).")
+            msg = (
+                "the pulsar sink only appends: a topic cannot be overwritten. Use "
+                '.mode("append") (messages already in the topic stay).'
+            )
             raise PulsarWriteError(msg)
-        self.parsed.check_scope("write")
+        self.parsed.check_scope(Scope.BATCH_WRITE)
         check_columns(schema, self.parsed)
         return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()))
 
     def streamReader(self, schema: StructType):
-        from .stream_reader import PulsarStreamReader, check_stream_options
+        from .stream_reader import PulsarStreamReader
 
-        self._check_read(schema)
-        check_stream_options(self.parsed)
-        options = self.parsed
-        if "startingOffsets" not in options.given and options.starting_time is None:
-            # Streams start at the end by default, as Kafka's source does.
-            options = dataclasses.replace(options, starting_offsets=OffsetSpec("latest"))
-        return PulsarStreamReader(options)
+        self._check_read(schema, Scope.STREAM_READ)
+        # Streams start at the end by default, as Kafka's source does.
+        return PulsarStreamReader(self.parsed.for_stream_read())
 
     def streamWriter(self, schema: StructType, overwrite: bool):
         from .stream_writer import PulsarStreamWriter
 
         if overwrite:
-            msg = "the pulsar sink only appends: use outputMode(\"append\")"
+            msg = 'the pulsar sink only appends: use outputMode("append")'
             raise PulsarWriteError(msg)
-        self.parsed.check_scope("write")
+        self.parsed.check_scope(Scope.STREAM_WRITE)
         check_columns(schema, self.parsed)
         return PulsarStreamWriter(self.parsed, tuple(schema.fieldNames()))

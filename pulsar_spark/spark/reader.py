@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from ..protocol.position import Position
 from .connect import open_client
 from .options import PulsarOptions
-from .ranges import PartitionRange, plan_ranges, read_range, split_ranges
+from .ranges import PartitionRange, plan_ranges, read_range
+from .splits import split_ranges
 
 __all__ = ["PulsarBatchReader", "PulsarInputPartition"]
 
@@ -28,11 +30,11 @@ BATCH_ROWS = 50_000
 
 @dataclass(frozen=True)
 class PulsarInputPartition(InputPartition):
-    """What one task reads: a :class:`PartitionRange`, as plain strings."""
+    """What one task reads: a :class:`PartitionRange`'s fields."""
 
     topic: str
-    start: str
-    end: str
+    start: Position
+    end: Position
     end_inclusive: bool
 
     @property
@@ -63,4 +65,3 @@ class PulsarBatchReader(DataSourceReader):
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
             yield from read_range(client, partition.range, options, batch_rows=BATCH_ROWS)
-

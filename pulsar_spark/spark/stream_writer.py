@@ -29,6 +29,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from .compat import require_spark
+from .errors import StreamWriteError
 from .options import PulsarOptions
 from .writer import PulsarArrowWriter, PulsarCommitMessage
 
@@ -53,7 +54,7 @@ def sequence_base(batch_id: int) -> int:
     """The sequence id of row 0 of micro-batch ``batch_id``."""
     if not 0 <= batch_id < (1 << 31):
         msg = f"micro-batch id {batch_id} is outside what sequence ids can encode"
-        raise ValueError(msg)
+        raise StreamWriteError(msg)
     return batch_id * ROWS_PER_BATCH
 
 
@@ -72,9 +73,11 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         batch = context.getLocalProperty(_BATCH_ID) if context else None
         query = context.getLocalProperty(_QUERY_ID) if context else None
         if context is None or batch is None or query is None:
-            msg = ("the pulsar stream writer runs in a streaming query's task, which names "
-                   "its query and micro-batch; none found")
-            raise RuntimeError(msg)
+            msg = (
+                "the pulsar stream writer runs in a streaming query's task, which names "
+                "its query and micro-batch; none found"
+            )
+            raise StreamWriteError(msg)
         return query, context.partitionId(), int(batch)
 
     def _producer_name(self) -> str | None:
@@ -86,7 +89,7 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         first, self._next_row = self._next_row, self._next_row + table.num_rows
         if self._next_row - self._base > ROWS_PER_BATCH:
             msg = f"a task wrote more than {ROWS_PER_BATCH} rows in one micro-batch"
-            raise RuntimeError(msg)
+            raise StreamWriteError(msg)
         return producer.send_batch(table, first_sequence_id=first)  # type: ignore[attr-defined]
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
@@ -98,5 +101,8 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         log.info("pulsar stream sink: micro-batch %d, %d messages acknowledged", batchId, rows)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.warning("pulsar stream sink: micro-batch %d aborted; a re-run sends its rows again "
-                    "(dropped by the broker when deduplication is on)", batchId)
+        log.warning(
+            "pulsar stream sink: micro-batch %d aborted; a re-run sends its rows again "
+            "(dropped by the broker when deduplication is on)",
+            batchId,
+        )

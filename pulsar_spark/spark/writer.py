@@ -29,9 +29,16 @@ from pyspark.sql.types import (
 
 from ..client import PulsarClient
 from .connect import open_client
-from .options import PulsarOptionError, PulsarOptions
+from .errors import PulsarOptionError, PulsarWriteError
+from .options import PulsarOptions
 
-__all__ = ["ACCEPTED_COLUMNS", "PulsarArrowWriter", "PulsarCommitMessage", "check_columns"]
+__all__ = [
+    "ACCEPTED_COLUMNS",
+    "PulsarArrowWriter",
+    "PulsarCommitMessage",
+    "PulsarWriteError",
+    "check_columns",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +56,15 @@ def _accepted() -> str:
     return ", ".join(f"{name} ({desc})" for name, (_, desc) in ACCEPTED_COLUMNS.items())
 
 
-class PulsarWriteError(ValueError):
-    """The DataFrame cannot be written as it is (columns, types, save mode)."""
-
-
 def check_columns(schema: StructType, options: PulsarOptions) -> None:
     """Raise :class:`PulsarWriteError` for a DataFrame the sink cannot write."""
     names = schema.fieldNames()
     unknown = [n for n in names if n not in ACCEPTED_COLUMNS]
     if unknown:
-        msg = (f"the pulsar sink cannot write column(s) {unknown}; it accepts "
-               f"{_accepted()}. Select or rename the columns first.")
+        msg = (
+            f"the pulsar sink cannot write column(s) {unknown}; it accepts "
+            f"{_accepted()}. Select or rename the columns first."
+        )
         raise PulsarWriteError(msg)
     if "value" not in names:
         msg = f"the pulsar sink needs a 'value' column; it accepts {_accepted()}"
@@ -69,10 +74,13 @@ def check_columns(schema: StructType, options: PulsarOptions) -> None:
         ok = isinstance(field.dataType, types)
         if ok and isinstance(field.dataType, MapType):
             ok = isinstance(field.dataType.keyType, StringType) and isinstance(
-                field.dataType.valueType, StringType)
+                field.dataType.valueType, StringType
+            )
         if not ok:
-            msg = (f"column {field.name!r} has type {field.dataType.simpleString()}; the "
-                   f"pulsar sink takes {desc} there")
+            msg = (
+                f"column {field.name!r} has type {field.dataType.simpleString()}; the "
+                f"pulsar sink takes {desc} there"
+            )
             raise PulsarWriteError(msg)
     if options.topic is None and "topic" not in names:
         msg = "writes need the topic option or a 'topic' column"
@@ -109,25 +117,30 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         if context is None:
             return f"{prefix}-{uuid.uuid4().hex[:8]}"
-        return (f"{prefix}-{context.stageId()}-{context.partitionId()}-"
-                f"{context.attemptNumber()}")
+        return f"{prefix}-{context.stageId()}-{context.partitionId()}-{context.attemptNumber()}"
 
     def _open(self, client: PulsarClient, topic: str, name: str | None):
         o = self.options
         options: dict[str, object] = {
-            "batch_max_messages": o.batch_max_messages, "batch_max_bytes": o.batch_max_bytes,
-            "batch_max_delay": o.batch_max_delay, "max_pending_messages": o.max_pending_messages,
+            "batch_max_messages": o.batch_max_messages,
+            "batch_max_bytes": o.batch_max_bytes,
+            "batch_max_delay": o.batch_max_delay,
+            "max_pending_messages": o.max_pending_messages,
             "send_timeout": o.send_timeout,
         }
         if name is not None:
             options["producer_name"] = name
-        return client.create_producer(topic, compression=o.compression, batching=o.batching,
-                                      **options)
+        return client.create_producer(
+            topic, compression=o.compression, batching=o.batching, **options
+        )
 
     def _routed(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.Table]]:
         """(topic, rows to send there), the rows as send_batch takes them."""
-        columns = {name: batch.column(name) for name in ("value", "key", "properties")
-                   if name in self.columns}
+        columns = {
+            name: batch.column(name)
+            for name in ("value", "key", "properties")
+            if name in self.columns
+        }
         if "eventTime" in self.columns:
             columns["eventTime"] = _event_time_ms(batch.column("eventTime"))
         table = pa.table(columns)
@@ -183,5 +196,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
-        log.warning("pulsar sink: job aborted; %d messages of finished tasks stay written "
-                    "(at-least-once)", rows)
+        log.warning(
+            "pulsar sink: job aborted; %d messages of finished tasks stay written (at-least-once)",
+            rows,
+        )

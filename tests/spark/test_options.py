@@ -6,12 +6,17 @@ import pickle
 
 import pytest
 
+from pulsar_spark.protocol import PulsarError
+from pulsar_spark.protocol.position import Position
+from pulsar_spark.spark import errors
 from pulsar_spark.spark.compat import SparkVersionError, require_spark, spark_version
 from pulsar_spark.spark.connect import authentication
 from pulsar_spark.spark.options import (
     OPTIONS,
     OffsetSpec,
     PulsarOptionError,
+    PulsarOptions,
+    Scope,
     parse_options,
     pattern_parts,
 )
@@ -33,12 +38,20 @@ def _error(option: str, **options: str) -> PulsarOptionError:
 
 
 def test_names_are_case_insensitive_and_aliases_work() -> None:
-    parsed = parse_options({"SERVICE.URL": URL, "Topic": "t", "STARTINGOFFSETS": "latest",
-                            "pulsar.CLIENT.tlsallowinsecureconnection": "TRUE",
-                            "authPluginClassName": "token", "AUTHPARAMS": "token:abc",
-                            "failondataloss": "False", "minpartitions": "8"})
+    parsed = parse_options(
+        {
+            "SERVICE.URL": URL,
+            "Topic": "t",
+            "STARTINGOFFSETS": "latest",
+            "pulsar.CLIENT.tlsallowinsecureconnection": "TRUE",
+            "authPluginClassName": "token",
+            "AUTHPARAMS": "token:abc",
+            "failondataloss": "False",
+            "minpartitions": "8",
+        }
+    )
     assert parsed.topic == T
-    assert parsed.starting_offsets == OffsetSpec("latest")
+    assert parsed.starting_offsets == OffsetSpec(Position.latest())
     assert parsed.tls_allow_insecure is True
     assert parsed.fail_on_data_loss is False
     assert parsed.min_partitions == 8
@@ -48,8 +61,10 @@ def test_names_are_case_insensitive_and_aliases_work() -> None:
     assert _parse(path="t").topic == T  # load("t")
     assert _parse(pollTimeoutMs="5000").poll_timeout == 5.0
     defaults = _parse(topic="t")
-    assert (defaults.starting_offsets.default, defaults.ending_offsets.default) == (
-        "earliest", "latest")
+    assert (str(defaults.starting_offsets.default), str(defaults.ending_offsets.default)) == (
+        "earliest",
+        "latest",
+    )
     assert defaults.fail_on_data_loss and defaults.tls_validate_hostname
 
 
@@ -66,8 +81,9 @@ def test_required_exclusive_and_bad_values_name_the_option() -> None:
     _error("topics", **{"service.url": URL, "topic": "a", "topics": "b"})
     _error("topic", **{"service.url": URL, "topic": "a,b"})
     _error("topicsPattern", **{"service.url": URL, "topicsPattern": "public/default/(("})
-    _error("startingTime", **{"service.url": URL, "startingOffsets": "earliest",
-                              "startingTime": "0"})
+    _error(
+        "startingTime", **{"service.url": URL, "startingOffsets": "earliest", "startingTime": "0"}
+    )
     _error("endingTime", **{"service.url": URL, "endingOffsets": "latest", "endingTime": "0"})
     _error("endingTime", **{"service.url": URL, "startingTime": "10", "endingTime": "5"})
     _error("startingTime", **{"service.url": URL, "startingTime": "yesterday"})
@@ -79,46 +95,118 @@ def test_required_exclusive_and_bad_values_name_the_option() -> None:
     _error("failOnDataLoss", **{"service.url": URL, "failOnDataLoss": "yes"})
     _error("minPartitions", **{"service.url": URL, "minPartitions": "0"})
     _error("pollTimeoutMs", **{"service.url": URL, "pollTimeoutMs": "soon"})
-    _error("pulsar.producer.compressionType",
-           **{"service.url": URL, "compressionType": "brotli"})
+    _error("pulsar.producer.compressionType", **{"service.url": URL, "compressionType": "brotli"})
     _error("pulsar.client.authParams", **{"service.url": URL, "authParams": "token:x"})
-    _error("pulsar.client.authPluginClassName",
-           **{"service.url": URL, "authPluginClassName": "com.example.Kerberos"})
-    _error("pulsar.client.authParams", **{"service.url": URL, "authPluginClassName": "basic",
-                                          "authParams": '{"userId": "u"}'})
-    _error("pulsar.client.authParams", **{
-        "service.url": URL, "pulsar.client.authPluginClassName":
-            "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2",
-        "pulsar.client.authParams": '{"issuerUrl": "https://issuer"}'})
-    _error("pulsar.client.authParams", **{"service.url": URL, "authParams": "x",
-                                          "pulsar.client.authParams": "y"})
+    _error(
+        "pulsar.client.authPluginClassName",
+        **{"service.url": URL, "authPluginClassName": "com.example.Kerberos"},
+    )
+    _error(
+        "pulsar.client.authParams",
+        **{"service.url": URL, "authPluginClassName": "basic", "authParams": '{"userId": "u"}'},
+    )
+    _error(
+        "pulsar.client.authParams",
+        **{
+            "service.url": URL,
+            "pulsar.client.authPluginClassName": (
+                "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2"
+            ),
+            "pulsar.client.authParams": '{"issuerUrl": "https://issuer"}',
+        },
+    )
+    _error(
+        "pulsar.client.authParams",
+        **{"service.url": URL, "authParams": "x", "pulsar.client.authParams": "y"},
+    )
 
 
 def test_times_and_offsets() -> None:
-    assert _parse(startingTime="1700000000000").starting_time == 1_700_000_000_000
-    assert _parse(startingTime="2023-11-14T22:13:20Z").starting_time == 1_700_000_000_000
-    assert _parse(startingTime="2023-11-14T23:13:20.5+01:00").starting_time == (
-        1_700_000_000_500)
-    assert _parse(endingTime="2023-11-14 22:13:20").ending_time == 1_700_000_000_000
-    spec = _parse(startingOffsets='{"t": "1:2:-1:3", "u-partition-2": -1, '
-                                  '"v": {"0": -2, "1": "4:5"}}').starting_offsets
-    assert spec.by_topic == ((T, "1:2:-1:3"),)
-    assert dict(spec.by_partition) == {
+    def ms(position: Position | None) -> int | None:
+        assert position is not None and position.kind == "time"
+        return position.time_ms
+
+    assert ms(_parse(startingTime="1700000000000").starting_time) == 1_700_000_000_000
+    assert ms(_parse(startingTime="2023-11-14T22:13:20Z").starting_time) == 1_700_000_000_000
+    assert ms(_parse(startingTime="2023-11-14T23:13:20.5+01:00").starting_time) == (
+        1_700_000_000_500
+    )
+    assert ms(_parse(endingTime="2023-11-14 22:13:20").ending_time) == 1_700_000_000_000
+    spec = _parse(
+        startingOffsets='{"t": "1:2:-1:3", "u-partition-2": -1, "v": {"0": -2, "1": "4:5"}}'
+    ).starting_offsets
+    assert spec.by_topic == ((T, Position.parse("1:2:-1:3")),)
+    assert {k: str(p) for k, p in spec.by_partition} == {
         ("persistent://public/default/u", 2): "latest",
         ("persistent://public/default/v", 0): "earliest",
-        ("persistent://public/default/v", 1): "4:5:-1:-1",
+        ("persistent://public/default/v", 1): "from:4:5:-1:-1",
     }
-    assert pattern_parts("orders-.*") == ("public/default",
-                                          "persistent://public/default/orders-.*")
+    assert pattern_parts("orders-.*") == ("public/default", "persistent://public/default/orders-.*")
     assert pattern_parts("persistent://acme/sales/o.*")[0] == "acme/sales"
 
 
 def test_scope_checks() -> None:
     with pytest.raises(PulsarOptionError, match="applies to writes only"):
-        _parse(topic="t", compressionType="LZ4").check_scope("read")
+        _parse(topic="t", compressionType="LZ4").check_scope(Scope.READ)
     with pytest.raises(PulsarOptionError, match="applies to reads only"):
-        _parse(topic="t", startingOffsets="earliest").check_scope("write")
-    _parse(topic="t", authPluginClassName="token", authParams="x").check_scope("write")
+        _parse(topic="t", startingOffsets="earliest").check_scope(Scope.WRITE)
+    _parse(topic="t", authPluginClassName="token", authParams="x").check_scope(Scope.WRITE)
+    # Batch and stream reads: the same table says which options each takes.
+    with pytest.raises(
+        PulsarOptionError,
+        match=r"'maxRecordsPerTrigger': applies to "
+        r"streaming reads only \(spark\.readStream\)",
+    ):
+        _parse(topic="t", maxOffsetsPerTrigger="5").check_scope(Scope.BATCH_READ)
+    with pytest.raises(PulsarOptionError, match="'endingTime': applies to batch reads only"):
+        _parse(topic="t", endingTime="5").check_scope(Scope.STREAM_READ)
+    with pytest.raises(PulsarOptionError, match="applies to reads only"):
+        _parse(topic="t", subscriptionName="s").check_scope(Scope.STREAM_WRITE)
+    _parse(topic="t", maxRecordsPerTrigger="5", endingOffsets="latest").check_scope(Scope.READ)
+    _parse(topic="t", subscriptionName="s").check_scope(Scope.STREAM_READ)
+
+
+def test_streams_default_to_latest_unless_told() -> None:
+    assert str(_parse(topic="t").for_stream_read().starting_offsets.default) == "latest"
+    given = _parse(topic="t", startingOffsets="earliest").for_stream_read()
+    assert str(given.starting_offsets.default) == "earliest"
+    assert _parse(topic="t").starting_offsets.default == Position.earliest()  # batch reads
+
+
+def test_each_option_is_one_row_of_the_table() -> None:
+    import dataclasses
+
+    fields = [o.field for o in OPTIONS if o.field is not None]
+    assert len(fields) == len(set(fields))
+    parsed = {f.name for f in dataclasses.fields(PulsarOptions)} - {"given", "auth"}
+    assert set(fields) == parsed  # no field outside the table, no default repeated
+    spellings = [s.lower() for o in OPTIONS for s in (o.name, *o.aliases)]
+    assert len(spellings) == len(set(spellings))
+    defaults = _parse()
+    for option in OPTIONS:
+        assert option.scope.label  # every scope has its README wording
+        if option.field is not None and not option.required:  # the default: its text parsed
+            text = option.default
+            assert getattr(defaults, option.field) == (
+                None if text is None else option.parse(option.name, text)
+            )
+
+
+def test_errors_are_pulsar_errors_and_say_they_are_not_retriable() -> None:
+    import inspect
+
+    classes = [
+        c for _, c in inspect.getmembers(errors, inspect.isclass) if c.__module__ == errors.__name__
+    ]
+    assert len(classes) == 7
+    for cls in classes:
+        assert issubclass(cls, PulsarError) and cls.retriable is False
+    assert issubclass(errors.PulsarOptionError, ValueError)
+    assert issubclass(errors.PulsarWriteError, ValueError)
+    assert issubclass(errors.DataLossError, RuntimeError)
+    assert SparkVersionError is errors.SparkVersionError
+    error = pickle.loads(pickle.dumps(PulsarOptionError("topic", "is empty")))
+    assert (error.option, str(error)) == ("topic", "pulsar option 'topic': is empty")
 
 
 def test_auth_plugins_become_client_providers(tmp_path) -> None:
@@ -138,12 +226,17 @@ def test_auth_plugins_become_client_providers(tmp_path) -> None:
     for plugin, params, data in cases:
         auth = authentication(_parse(authPluginClassName=plugin, authParams=params).auth)
         assert auth is not None and auth.auth_data() == data
-    tls = authentication(_parse(authPluginClassName=java + "AuthenticationTls",
-                                authParams=f"tlsCertFile:{cert},tlsKeyFile:{key}").auth)
+    tls = authentication(
+        _parse(
+            authPluginClassName=java + "AuthenticationTls",
+            authParams=f"tlsCertFile:{cert},tlsKeyFile:{key}",
+        ).auth
+    )
     assert tls is not None and tls.tls_cert_file == str(cert)
     with pytest.raises(PulsarOptionError, match=r"pulsar\.client\.authParams"):
-        authentication(_parse(authPluginClassName="tls",
-                              authParams="tlsCertFile:/nope,tlsKeyFile:/nope").auth)
+        authentication(
+            _parse(authPluginClassName="tls", authParams="tlsCertFile:/nope,tlsKeyFile:/nope").auth
+        )
 
 
 def test_features_needing_a_newer_spark_say_so() -> None:
@@ -163,7 +256,8 @@ def test_bad_options_through_spark_name_the_option(spark, pulsar_lite) -> None:
         spark.read.format("pulsar").option("nonsense", "1").load()
     with pytest.raises(Exception, match=r"pulsar option 'startingOffsets'.*does not include"):
         spark.read.format("pulsar").option("service.url", pulsar_lite.service_url).option(
-            "topic", "a").option("startingOffsets", '{"b": -2}').load().count()
+            "topic", "a"
+        ).option("startingOffsets", '{"b": -2}').load().count()
 
 
 def test_the_readme_options_table_is_the_generated_one() -> None:
@@ -173,10 +267,11 @@ def test_the_readme_options_table_is_the_generated_one() -> None:
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     start, end = "<!-- options -->\n", "\n<!-- /options -->"
-    table = readme[readme.index(start) + len(start):readme.index(end)]
+    table = readme[readme.index(start) + len(start) : readme.index(end)]
     assert table == markdown_table(), (
         "README.md's options table differs from the option definitions: paste "
-        "pulsar_spark.spark.options.markdown_table() between its <!-- options --> markers")
+        "pulsar_spark.spark.options.markdown_table() between its <!-- options --> markers"
+    )
     for option in OPTIONS:
         assert f"| `{option.name}`" in table
 
@@ -185,10 +280,11 @@ def test_the_client_does_not_import_pyspark() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, pulsar_spark, pulsar_spark.client, pulsar_spark.spark.options; "
-            "assert 'pyspark' not in sys.modules, 'pyspark imported'; "
-            "from pulsar_spark import PulsarDataSource; assert 'pyspark' in sys.modules; "
-            "print(PulsarDataSource.name())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, pulsar_spark, pulsar_spark.client, pulsar_spark.spark.options; "
+        "assert 'pyspark' not in sys.modules, 'pyspark imported'; "
+        "from pulsar_spark import PulsarDataSource; assert 'pyspark' in sys.modules; "
+        "print(PulsarDataSource.name())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "pulsar"

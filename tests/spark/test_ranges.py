@@ -6,14 +6,8 @@ import pytest
 
 from pulsar_spark.protocol import MessageId
 from pulsar_spark.spark.options import PulsarOptionError, parse_options
-from pulsar_spark.spark.ranges import (
-    PartitionRange,
-    _entry_boundaries,
-    _Probe,
-    _shares,
-    plan_ranges,
-    resolve_topics,
-)
+from pulsar_spark.spark.ranges import PartitionRange, plan_ranges, resolve_topics
+from pulsar_spark.spark.splits import _entry_boundaries, _Probe, _shares
 
 NS = "persistent://public/default/"
 

@@ -15,7 +15,8 @@ from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol import MessageId
 from pulsar_spark.spark import SPARK_SCHEMA
 from pulsar_spark.spark.options import parse_options
-from pulsar_spark.spark.ranges import plan_ranges, read_range, split_ranges
+from pulsar_spark.spark.ranges import plan_ranges, read_range
+from pulsar_spark.spark.splits import split_ranges
 from tests.support.net import free_port
 from tests.support.official import mixed_messages as _messages
 from tests.support.official import produce, read_all

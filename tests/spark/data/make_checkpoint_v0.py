@@ -37,10 +37,12 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-TESTS = HERE.parents[1]
-sys.path.insert(0, str(TESTS))
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT))
 
-from brokers import PulsarLite, produce  # noqa: E402
+# When it ran, both came from tests/brokers.py.
+from tests.support.lite import PulsarLite  # noqa: E402
+from tests.support.official import produce  # noqa: E402
 
 NS = "persistent://public/default/"
 
@@ -48,35 +50,54 @@ QUERIES: dict[str, dict[str, Any]] = {
     "single": {
         "default_partitions": 0,
         "produce": [
-            {"topic": NS + "compat-a", "batching": True, "batching_max_messages": 3,
-             "messages": [{"value": f"a{i}", "key": f"k{i % 2}"} for i in range(6)]},
-            {"topic": NS + "compat-b", "batching": False,
-             "messages": [{"value": f"b{i}"} for i in range(3)]},
-            {"topic": NS + "compat-d", "batching": False,
-             "messages": [{"value": f"d{i}"} for i in range(3)]},
+            {
+                "topic": NS + "compat-a",
+                "batching": True,
+                "batching_max_messages": 3,
+                "messages": [{"value": f"a{i}", "key": f"k{i % 2}"} for i in range(6)],
+            },
+            {
+                "topic": NS + "compat-b",
+                "batching": False,
+                "messages": [{"value": f"b{i}"} for i in range(3)],
+            },
+            {
+                "topic": NS + "compat-d",
+                "batching": False,
+                "messages": [{"value": f"d{i}"} for i in range(3)],
+            },
         ],
         # startingOffsets for compat-d: the id of its second message, filled in below.
         "start_at": {"topic": NS + "compat-d", "message": 1},
-        "options": {"topics": ",".join(NS + t for t in ("compat-a", "compat-b", "compat-c",
-                                                         "compat-d")),
-                    "maxRecordsPerTrigger": "2"},
+        "options": {
+            "topics": ",".join(NS + t for t in ("compat-a", "compat-b", "compat-c", "compat-d")),
+            "maxRecordsPerTrigger": "2",
+        },
     },
     "partitioned": {
         "default_partitions": 2,
         "produce": [
-            {"topic": NS + "compat-p", "batching": True, "batching_max_messages": 4,
-             "messages": [{"value": f"p{i}", "key": f"k{i}"} for i in range(10)]},
+            {
+                "topic": NS + "compat-p",
+                "batching": True,
+                "batching_max_messages": 4,
+                "messages": [{"value": f"p{i}", "key": f"k{i}"} for i in range(10)],
+            },
         ],
-        "options": {"topics": NS + "compat-p," + NS + "compat-q",
-                    "startingOffsets": "earliest"},
+        "options": {"topics": NS + "compat-p," + NS + "compat-q", "startingOffsets": "earliest"},
     },
 }
 
 
 def _produce(url: str, spec: dict[str, Any]) -> list[str]:
-    return produce(url, spec["topic"], spec["messages"], batching=spec["batching"],
-                   batching_max_messages=spec.get("batching_max_messages", 1000),
-                   batching_max_publish_delay_ms=5000)
+    return produce(
+        url,
+        spec["topic"],
+        spec["messages"],
+        batching=spec["batching"],
+        batching_max_messages=spec.get("batching_max_messages", 1000),
+        batching_max_publish_delay_ms=5000,
+    )
 
 
 def _run(spark: Any, url: str, options: dict[str, str], checkpoint: Path) -> list[dict]:
@@ -87,12 +108,23 @@ def _run(spark: Any, url: str, options: dict[str, str], checkpoint: Path) -> lis
 
     def collect(frame: Any, batch_id: int) -> None:
         rows = frame.select("topic", "messageId", "value").collect()
-        batches.append({"batch": batch_id, "rows": [
-            {"topic": r.topic, "messageId": r.messageId, "value": bytes(r.value).decode()}
-            for r in rows]})
+        batches.append(
+            {
+                "batch": batch_id,
+                "rows": [
+                    {"topic": r.topic, "messageId": r.messageId, "value": bytes(r.value).decode()}
+                    for r in rows
+                ],
+            }
+        )
 
-    query = (reader.load().writeStream.option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).foreachBatch(collect).start())
+    query = (
+        reader.load()
+        .writeStream.option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .foreachBatch(collect)
+        .start()
+    )
     query.awaitTermination(300)
     if query.exception() is not None:
         raise query.exception()
@@ -102,20 +134,25 @@ def _run(spark: Any, url: str, options: dict[str, str], checkpoint: Path) -> lis
 def main() -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    import pyspark
     from pyspark.sql import SparkSession
 
-    import pyspark
     from pulsar_spark import PulsarDataSource
 
-    spark = (SparkSession.builder.master("local[2]").appName("checkpoint-v0")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("checkpoint-v0")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(PulsarDataSource)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True,
-                            text=True, check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+    ).stdout.strip()
     manifest: dict[str, Any] = {
         "made_by": f"pulsar-spark at commit {commit}, {Path(__file__).name}",
         "pyspark": pyspark.__version__,
@@ -125,8 +162,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="checkpoint-v0-"))
     try:
         for name, spec in QUERIES.items():
-            broker = PulsarLite(work / f"broker-{name}", name=name,
-                                default_partitions=spec["default_partitions"])
+            broker = PulsarLite(
+                work / f"broker-{name}", name=name, default_partitions=spec["default_partitions"]
+            )
             broker.start()
             try:
                 produced = []
@@ -138,7 +176,8 @@ def main() -> None:
                 if start_at is not None:
                     item = next(p for p in produced if p["topic"] == start_at["topic"])
                     options["startingOffsets"] = json.dumps(
-                        {start_at["topic"]: item["ids"][start_at["message"]]})
+                        {start_at["topic"]: item["ids"][start_at["message"]]}
+                    )
                 checkpoint = work / f"checkpoint-{name}"
                 batches = _run(spark, broker.service_url, options, checkpoint)
             finally:
@@ -148,8 +187,11 @@ def main() -> None:
             target.mkdir(parents=True)
             for part in ("offsets", "commits", "sources"):
                 if (checkpoint / part).exists():
-                    shutil.copytree(checkpoint / part, target / part,
-                                    ignore=shutil.ignore_patterns("*.crc", ".*.crc"))
+                    shutil.copytree(
+                        checkpoint / part,
+                        target / part,
+                        ignore=shutil.ignore_patterns("*.crc", ".*.crc"),
+                    )
             shutil.copy(checkpoint / "metadata", target / "metadata")
             manifest["queries"][name] = {
                 "default_partitions": spec["default_partitions"],

@@ -1,0 +1,114 @@
+"""Authentication options: the plugin's name and its parameters, read into an :class:`AuthSpec`.
+
+``pulsar.client.authPluginClassName`` takes the Java client's class names
+(or ``token``, ``basic``, ``tls``, ``oauth2``); ``pulsar.client.authParams``
+the Java client's parameter formats. :func:`auth_spec` checks the two
+together. Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .errors import PulsarOptionError
+
+__all__ = ["AuthSpec", "auth_plugin", "auth_spec"]
+
+
+@dataclass(frozen=True)
+class AuthSpec:
+    """The authentication plugin and its parameters, built into a client-side
+    :class:`~pulsar_spark.client.Authentication` in each task (those hold locks
+    and are not picklable)."""
+
+    kind: str  # token, basic, tls, oauth2
+    params: tuple[tuple[str, str], ...]
+
+    def __repr__(self) -> str:  # never print credentials
+        return f"AuthSpec(kind={self.kind!r}, params=<{len(self.params)} hidden>)"
+
+
+_AUTH_CLASSES = {
+    "org.apache.pulsar.client.impl.auth.authenticationtoken": "token",
+    "org.apache.pulsar.client.impl.auth.authenticationbasic": "basic",
+    "org.apache.pulsar.client.impl.auth.authenticationtls": "tls",
+    "org.apache.pulsar.client.impl.auth.oauth2.authenticationoauth2": "oauth2",
+    "token": "token", "basic": "basic", "tls": "tls", "oauth2": "oauth2",
+}  # fmt: skip
+
+
+def auth_plugin(name: str, value: str) -> str:
+    """The plugin's kind: token, basic, tls or oauth2."""
+    kind = _AUTH_CLASSES.get(value.strip().lower())
+    if kind is None:
+        known = sorted(k for k in _AUTH_CLASSES if "." in k)
+        short = ", ".join(sorted(set(_AUTH_CLASSES.values())))
+        msg = f"unsupported plugin {value!r}; supported: {', '.join(known)} (or {short})"
+        raise PulsarOptionError(name, msg)
+    return kind
+
+
+def _split_params(name: str, value: str) -> dict[str, str]:
+    """The Java client's two parameter formats: JSON, or ``key:value,key:value``."""
+    found = value.strip()
+    if found.startswith("{"):
+        try:
+            data = json.loads(found)
+        except ValueError:
+            raise PulsarOptionError(name, "is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise PulsarOptionError(name, "must be a JSON object")
+        return {str(k): str(v) for k, v in data.items()}
+    params = {}
+    for part in found.split(","):
+        key, sep, item = part.partition(":")
+        if not sep:
+            raise PulsarOptionError(name, "expected JSON or key:value,key:value")
+        params[key.strip()] = item.strip()
+    return params
+
+
+_REQUIRED_PARAMS = {
+    "basic": ("userId", "password"),
+    "tls": ("tlsCertFile", "tlsKeyFile"),
+    "oauth2": ("issuerUrl",),
+}
+
+
+def auth_spec(
+    kind: str | None, params: str | None, *, plugin_name: str, params_name: str
+) -> AuthSpec | None:
+    """The plugin (a kind from :func:`auth_plugin`) and its parameters, checked together."""
+    if kind is None:
+        if params is not None:
+            raise PulsarOptionError(params_name, f"needs {plugin_name}")
+        return None
+    found_text = (params or "").strip()
+    if kind == "token":
+        # token:<jwt>, file:///path, {"token": ...} or {"file": ...}, or the bare token.
+        if found_text.startswith("{"):
+            found = _split_params(params_name, found_text)
+            items = {k: v for k, v in found.items() if k in ("token", "file")}
+        elif found_text.startswith("token:"):
+            items = {"token": found_text[len("token:") :]}
+        elif found_text.startswith("file:"):
+            items = {"file": found_text}
+        else:
+            items = {"token": found_text} if found_text else {}
+        if not items:
+            raise PulsarOptionError(
+                params_name, "token authentication needs token:<jwt> or file:///path/to/token"
+            )
+        return AuthSpec(kind, tuple(sorted(items.items())))
+    if not found_text:
+        raise PulsarOptionError(params_name, f"{kind} authentication needs parameters")
+    found = _split_params(params_name, found_text)
+    missing = [k for k in _REQUIRED_PARAMS[kind] if not found.get(k)]
+    if kind == "oauth2" and not (
+        found.get("privateKey") or (found.get("clientId") and found.get("clientSecret"))
+    ):
+        missing.append("privateKey (or clientId and clientSecret)")
+    if missing:
+        raise PulsarOptionError(params_name, f"{kind} authentication needs {', '.join(missing)}")
+    return AuthSpec(kind, tuple(sorted(found.items())))

@@ -1,0 +1,200 @@
+"""The options table: every option once, with its spellings, scope, parser, default and doc.
+
+One :class:`Option` row per option holds every fact about it: the canonical
+name and its aliases (Spark's option map is case-insensitive, so are these),
+where it applies (:class:`Scope`: batch or stream, read or write), the parser
+that turns its text into a value (:mod:`.option_values`), the
+:class:`~pulsar_spark.spark.options.PulsarOptions` field that value goes to,
+its default as a user would write it, and its documentation.
+:func:`~pulsar_spark.spark.options.parse_options` is a loop over this table,
+and the README's options table is :func:`markdown_table`. Nothing here
+imports pyspark.
+
+Names follow the Kafka and StreamNative connectors: ``service.url``,
+``topic``/``topics``/``topicsPattern``, ``startingOffsets``/``endingOffsets``,
+``startingTime``/``endingTime``, ``failOnDataLoss``, ``minPartitions``,
+``pollTimeoutMs``, and the ``pulsar.client.*``/``pulsar.producer.*`` keys of
+the Java client's configuration (each also without its prefix).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import option_values as v
+from .option_auth import auth_plugin
+
+__all__ = ["OPTIONS", "Option", "Scope", "by_spelling", "markdown_table"]
+
+
+class Scope(enum.Flag):
+    """Where an option applies; also what a check is made for (one or more flags)."""
+
+    BATCH_READ = enum.auto()
+    STREAM_READ = enum.auto()
+    BATCH_WRITE = enum.auto()
+    STREAM_WRITE = enum.auto()
+    READ = BATCH_READ | STREAM_READ
+    WRITE = BATCH_WRITE | STREAM_WRITE
+    ALL = READ | WRITE
+
+    @property
+    def label(self) -> str:
+        """How the README's "applies to" column says it."""
+        return _LABELS[self]
+
+
+_LABELS = {
+    Scope.READ: "read",
+    Scope.BATCH_READ: "batch read",
+    Scope.STREAM_READ: "stream read",
+    Scope.WRITE: "write",
+    Scope.ALL: "read and write",
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option. ``parse(name, text)`` gives the value of :class:`PulsarOptions` field
+    ``field`` (None: the value is read by a check across options); ``default``, text
+    as a user would give it, is parsed the same way when the option is not given
+    (None: the field is None)."""
+
+    name: str
+    aliases: tuple[str, ...]
+    scope: Scope
+    parse: Callable[[str, str], object]
+    field: str | None
+    default: str | None
+    doc: str
+    #: Given a blank value or not at all: an error showing ``example``.
+    required: bool = False
+    example: str = ""
+    #: The default of stream reads, when it differs.
+    stream_default: str | None = None
+
+
+_C = "pulsar.client."
+_P = "pulsar.producer."
+BATCH_READ, STREAM_READ = Scope.BATCH_READ, Scope.STREAM_READ
+READ, WRITE, ALL = Scope.READ, Scope.WRITE, Scope.ALL
+
+# A table: one option a row, laid out by hand.
+# fmt: off
+#: Every option, in the order the README's table lists them:
+#: name, aliases, scope, parser, PulsarOptions field, default, doc.
+OPTIONS: tuple[Option, ...] = (
+    Option("service.url", ("serviceUrl", _C + "serviceUrl"), ALL, v.service_url, "service_url",
+           None, "`pulsar://host:6650` or `pulsar+ssl://host:6651`",
+           required=True, example="pulsar://localhost:6650"),
+    Option("topic", ("path",), ALL, v.topic, "topic", None,
+           "one topic (a partitioned topic reads every partition); for writes, the topic "
+           "every row goes to; `load(\"orders\")` sets it too"),
+    Option("topics", (), READ, v.topic_list, "topics", None,
+           "a comma-separated list of topics"),
+    Option("topicsPattern", (), READ, v.topics_pattern, "topics_pattern", None,
+           "a regex over the topics of one namespace, e.g. "
+           "`persistent://public/default/orders-.*` (no namespace: `public/default`)"),
+    Option("startingOffsets", (), READ, v.starting_offsets, "starting_offsets", "earliest",
+           "`earliest`, `latest` or JSON per topic or partition (inclusive)",
+           stream_default="latest"),
+    Option("endingOffsets", (), BATCH_READ, v.ending_offsets, "ending_offsets", "latest",
+           "`latest` or JSON per topic or partition (exclusive; `latest` includes the last "
+           "message)"),
+    Option("startingTime", ("startingTimestamp",), READ, v.publish_time, "starting_time", None,
+           "publish time (epoch ms or ISO-8601) to start at, inclusive; excludes "
+           "`startingOffsets`"),
+    Option("endingTime", ("endingTimestamp",), BATCH_READ, v.publish_time, "ending_time", None,
+           "publish time (epoch ms or ISO-8601) to stop before, exclusive; excludes "
+           "`endingOffsets`"),
+    Option("failOnDataLoss", (), READ, v.boolean, "fail_on_data_loss", "true",
+           "fail when a starting message id (or a stream's position) no longer exists "
+           "(retention, truncation, deletion); false: log a warning and read on from the "
+           "first message still available"),
+    Option("minPartitions", (), READ, v.positive, "min_partitions", None,
+           "at least this many Spark tasks: large topic partitions are split by entry "
+           "ranges (or publish-time ranges across ledgers)"),
+    Option("maxRecordsPerTrigger", ("maxOffsetsPerTrigger",), STREAM_READ, v.positive,
+           "max_records_per_trigger", None,
+           "rows per micro-batch at most, shared fairly by the partitions (Spark 4.2+)"),
+    Option("subscriptionName", (), STREAM_READ, v.subscription, "subscription_name", None,
+           "a durable subscription moved to each committed micro-batch's end (the broker's "
+           "backlog shows the query's progress); none by default"),
+    Option("receiverQueueSize",
+           ("pulsar.reader.receiverQueueSize", "pulsar.consumer.receiverQueueSize"),
+           READ, v.positive, "receiver_queue_size", "1000",
+           "messages in flight per reading task"),
+    Option("pollTimeoutMs", (), READ, v.millis, "poll_timeout", "120000",
+           "how long a reading task may go without progress (reconnects included) before "
+           "it fails"),
+    Option(_C + "connectionTimeoutMs", ("connectionTimeoutMs",), ALL, v.millis,
+           "connect_timeout", "10000", "TCP connect and handshake timeout"),
+    Option(_C + "operationTimeoutMs", ("operationTimeoutMs",), ALL, v.millis,
+           "operation_timeout", "30000", "lookups, subscribe, producer creation"),
+    Option(_C + "authPluginClassName", ("authPluginClassName",), ALL, auth_plugin, None, None,
+           "`org.apache.pulsar.client.impl.auth.AuthenticationToken`, "
+           "`...AuthenticationBasic`, `...AuthenticationTls`, "
+           "`...oauth2.AuthenticationOAuth2`, or `token`, `basic`, `tls`, `oauth2`"),
+    Option(_C + "authParams", ("authParams",), ALL, v.text, None, None,
+           "the plugin's parameters, as the Java client takes them (`token:...`, "
+           "`file:///...`, JSON, `key:value,key:value`)"),
+    Option(_C + "tlsTrustCertsFilePath", ("tlsTrustCertsFilePath",), ALL, v.non_empty,
+           "tls_trust_certs_file", None, "CA bundle for `pulsar+ssl://`"),
+    Option(_C + "tlsAllowInsecureConnection", ("tlsAllowInsecureConnection",), ALL, v.boolean,
+           "tls_allow_insecure", "false", "accept any server certificate"),
+    Option(_C + "tlsHostnameVerificationEnable", ("tlsHostnameVerificationEnable",), ALL,
+           v.boolean, "tls_validate_hostname", "true",
+           "check the server certificate's host name (the Java client's default is false)"),
+    Option(_P + "batchingEnabled", ("batchingEnabled",), WRITE, v.boolean, "batching", "true",
+           "gather messages into batches"),
+    Option(_P + "batchingMaxMessages", ("batchingMaxMessages",), WRITE, v.positive,
+           "batch_max_messages", "1000", "messages per batch at most"),
+    Option(_P + "batchingMaxBytes", ("batchingMaxBytes",), WRITE, v.positive,
+           "batch_max_bytes", "131072", "bytes per batch at most"),
+    Option(_P + "batchingMaxPublishDelayMicros", ("batchingMaxPublishDelayMicros",), WRITE,
+           v.micros, "batch_max_delay", "10000", "how long a batch may wait to fill"),
+    Option(_P + "compressionType", ("compressionType",), WRITE, v.codec, "compression", "NONE",
+           "NONE, LZ4, ZLIB, ZSTD or SNAPPY"),
+    Option(_P + "maxPendingMessages", ("maxPendingMessages",), WRITE, v.positive,
+           "max_pending_messages", "10000",
+           "messages sent and not yet acknowledged, per producer"),
+    Option(_P + "sendTimeoutMs", ("sendTimeoutMs",), WRITE, v.millis, "send_timeout", "30000",
+           "how long a message may wait for its receipt (reconnects included) before the "
+           "task fails"),
+    Option("producerNamePrefix", (_P + "producerName",), WRITE, v.non_empty,
+           "producer_name_prefix", None,
+           "producer names become `<prefix>-<stage>-<task>-<attempt>`; the broker picks "
+           "names otherwise"),
+)
+# fmt: on
+
+_BY_SPELLING: dict[str, Option] = {
+    spelling.lower(): option for option in OPTIONS for spelling in (option.name, *option.aliases)
+}
+
+
+def by_spelling(key: str) -> Option | None:
+    """The option ``key`` names (any case, any alias); None for an unknown name."""
+    return _BY_SPELLING.get(key.lower())
+
+
+def spellings() -> list[str]:
+    """Every accepted spelling, lower case."""
+    return list(_BY_SPELLING)
+
+
+def markdown_table() -> str:
+    """The options reference as a Markdown table, generated from :data:`OPTIONS` (the
+    README carries it between ``<!-- options -->`` markers; a test keeps them equal)."""
+    lines = ["| option | applies to | default | meaning |", "|---|---|---|---|"]
+    for option in OPTIONS:
+        name = f"`{option.name}`"
+        if option.aliases:
+            name += " (also " + ", ".join(f"`{a}`" for a in option.aliases) + ")"
+        default = "(required)" if option.required else option.default or ""
+        if option.stream_default is not None:
+            default += f" (streams: {option.stream_default})"
+        lines.append(f"| {name} | {option.scope.label} | {default} | {option.doc} |")
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""Stream offsets: the positions a checkpoint holds per partition, parsed, ordered and written.
+
+An offset is a JSON object with one position per topic partition (the full
+partition name, or the topic name when it is not partitioned)::
+
+    {"persistent://public/default/orders-partition-0": "after:12:40:0:-1",
+     "persistent://public/default/orders-partition-1": "earliest"}
+
+=====================  ===================================================
+position               the next micro-batch reads
+=====================  ===================================================
+``earliest``           from the first message (nothing consumed yet)
+``after:L:E:P:B``      what follows message ``L:E:P:B`` (batch index -1:
+                       the whole entry ``L:E`` was consumed)
+``from:L:E:P:B``       from message ``L:E:P:B`` on, that one included
+=====================  ===================================================
+
+These are the text forms of :class:`~pulsar_spark.protocol.position.Position`,
+so checkpoints written by earlier versions of the connector read back as they
+were. :func:`parse_offsets` is the one place they are parsed (Spark hands the
+reader offsets it read from the checkpoint) and :func:`dump_offsets` the one
+place they are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..protocol.message_id import MessageId
+from ..protocol.position import InvalidPosition, Position
+from .errors import CheckpointOffsetError
+
+__all__ = [
+    "EARLIEST",
+    "Offsets",
+    "after_entry",
+    "dump_offsets",
+    "order_key",
+    "parse_offset",
+    "parse_offsets",
+    "reaches",
+]
+
+#: Positions per partition, as the stream reader works with them.
+Offsets = dict[str, Position]
+
+EARLIEST = Position.earliest()
+_KINDS = ("earliest", "after", "from")
+
+
+def parse_offset(text: object, topic: str) -> Position:
+    """One partition's position from an offset (``earliest``, ``after:``, ``from:``).
+
+    Raises:
+        CheckpointOffsetError: anything else.
+    """
+    try:
+        position = Position.parse(text, what=topic)  # type: ignore[arg-type]
+    except InvalidPosition:
+        position = None
+    if (
+        position is None
+        or position.kind not in _KINDS
+        or not (position.kind == "earliest" or str(text).startswith(position.kind + ":"))
+    ):
+        msg = (
+            f"offset {text!r} of {topic} in the checkpoint is not 'earliest', "
+            "'after:<id>' or 'from:<id>'"
+        )
+        raise CheckpointOffsetError(msg)
+    return position
+
+
+def parse_offsets(offset: Mapping[str, object] | None) -> Offsets:
+    """An offset as Spark hands it over (parsed JSON), as positions per partition."""
+    return {topic: parse_offset(text, topic) for topic, text in (offset or {}).items()}
+
+
+def dump_offsets(positions: Mapping[str, Position]) -> dict[str, str]:
+    """Positions per partition as the offset Spark writes to the checkpoint."""
+    return {topic: str(position) for topic, position in positions.items()}
+
+
+def order_key(position: Position) -> tuple[int, int, int]:
+    """Where the next message to read sits, for ordering positions."""
+    mid = position.message_id
+    if mid is None:
+        return (-2, -2, -2)
+    if position.kind == "from":
+        return (mid.ledger, mid.entry, max(mid.batch_index, 0) - 1)  # just before it
+    return (mid.ledger, mid.entry, mid.batch_index if mid.batch_index >= 0 else 1 << 31)
+
+
+def after_entry(message_id: MessageId) -> Position:
+    """What follows the whole entry of ``message_id``."""
+    entry = MessageId(message_id.ledger, message_id.entry, message_id.partition, -1)
+    return Position.after(entry)
+
+
+def reaches(message_id: MessageId, end: Position) -> bool:
+    """Whether reading up to ``message_id`` (included) reaches ``end``."""
+    return end.message_id is not None and order_key(Position.after(message_id)) >= order_key(end)
