@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from crc32c import crc32c
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from . import PulsarApi_pb2 as pb
 from .errors import (
@@ -43,12 +43,12 @@ from .frame_format import (
     MAGIC_BROKER_ENTRY_METADATA,
     MAGIC_CRC32C,
     MAGIC_SIZE,
-    NEEDS_BODY,
     PAYLOAD_TYPES,
     SIZE_PREFIX,
     U16,
     U32,
     command_name,
+    missing_body,
 )
 from .wire import fields, read_varint
 
@@ -81,20 +81,19 @@ class Frame:
     @property
     def broker_publish_time(self) -> int | None:
         """Broker timestamp (ms) from the broker entry metadata, if exposed."""
-        bem = self.broker_entry_metadata
-        if bem is not None and bem.HasField("broker_timestamp"):
-            timestamp: int = bem.broker_timestamp
-            return timestamp
-        return None
+        return self._broker_entry_field("broker_timestamp")
 
     @property
     def broker_index(self) -> int | None:
         """Broker index of the entry's last message, if exposed."""
+        return self._broker_entry_field("index")
+
+    def _broker_entry_field(self, name: str) -> int | None:
         bem = self.broker_entry_metadata
-        if bem is not None and bem.HasField("index"):
-            index: int = bem.index
-            return index
-        return None
+        if bem is None or not bem.HasField(name):
+            return None
+        value: int = getattr(bem, name)
+        return value
 
 
 def decode_frame_body(data: bytes, offset: int = 0) -> Frame:
@@ -146,9 +145,9 @@ def _parse_command(view: memoryview, offset: int) -> pb.BaseCommand:
             _raise_unknown(type_value, offset)
         msg = "command has no type"
         raise CommandDecodeError(msg, offset=offset)
-    if command.type in NEEDS_BODY and not command.HasField(FIELD_BY_TYPE[command.type]):
-        msg = f"{command_name(command.type)} command lacks its {FIELD_BY_TYPE[command.type]!r} body"
-        raise CommandDecodeError(msg, offset=offset)
+    problem = missing_body(command)
+    if problem is not None:
+        raise CommandDecodeError(problem, offset=offset)
     # Parsing does not check required fields (serializing does); the
     # reference clients reject a command that lacks them, and so do we.
     if not command.IsInitialized():
@@ -186,11 +185,7 @@ def _decode_payload_part(
             msg = f"broker entry metadata of {size} bytes runs past the end of the {name} frame"
             raise TruncatedFrame(msg, offset=offset)
         bem = pb.BrokerEntryMetadata()
-        try:
-            bem.ParseFromString(view[pos : pos + size])
-        except (DecodeError, RuntimeError, ValueError) as exc:
-            msg = f"cannot decode broker entry metadata of {name}: {exc}"
-            raise MetadataDecodeError(msg, offset=offset) from exc
+        _parse_metadata(bem, view[pos : pos + size], f"broker entry metadata of {name}", offset)
         frame.broker_entry_metadata = bem
         pos += size
     if total - pos >= 6 and U16.unpack_from(data, pos)[0] == MAGIC_CRC32C:
@@ -215,14 +210,19 @@ def _decode_payload_part(
         )
         raise TruncatedFrame(msg, offset=offset)
     metadata = pb.MessageMetadata()
-    try:
-        metadata.ParseFromString(view[pos : pos + meta_size])
-    except (DecodeError, RuntimeError, ValueError) as exc:
-        msg = f"cannot decode message metadata of {name}: {exc}"
-        raise MetadataDecodeError(msg, offset=offset) from exc
+    _parse_metadata(metadata, view[pos : pos + meta_size], f"message metadata of {name}", offset)
     if not metadata.IsInitialized():
         missing = ", ".join(metadata.FindInitializationErrors())
         msg = f"message metadata of {name} lacks required fields: {missing}"
         raise MetadataDecodeError(msg, offset=offset)
     frame.metadata = metadata
     frame.payload = view[pos + meta_size :]
+
+
+def _parse_metadata(message: Message, view: memoryview, what: str, offset: int) -> None:
+    """Parse ``view`` into ``message``, or raise :class:`MetadataDecodeError` about ``what``."""
+    try:
+        message.ParseFromString(view)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        msg = f"cannot decode {what}: {exc}"
+        raise MetadataDecodeError(msg, offset=offset) from exc

@@ -28,12 +28,12 @@ from .frame_format import (
     MAGIC_BROKER_ENTRY_METADATA,
     MAGIC_CRC32C,
     MAGIC_SIZE,
-    NEEDS_BODY,
     PAYLOAD_TYPES,
     SIZE_PREFIX,
     SIZES,
     U32,
     command_name,
+    missing_body,
 )
 
 __all__ = ["encode_command", "encode_payload_command"]
@@ -106,13 +106,12 @@ def encode_payload_command(
 
 def _serialize_command(command: pb.BaseCommand) -> bytes:
     """``command`` as bytes, refusing what the frame decoder would reject."""
-    name = FIELD_BY_TYPE.get(command.type)
-    if name is None:
+    if command.type not in FIELD_BY_TYPE:
         msg = f"cannot encode a command of unknown type {command.type}"
         raise EncodeError(msg)
-    if command.type in NEEDS_BODY and not command.HasField(name):
-        msg = f"{command_name(command.type)} command lacks its {name!r} body"
-        raise EncodeError(msg)
+    problem = missing_body(command)
+    if problem is not None:
+        raise EncodeError(problem)
     return _serialize(command)
 
 

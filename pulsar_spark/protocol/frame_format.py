@@ -24,6 +24,7 @@ __all__ = [
     "command_name",
     "subcommand",
     "frame_limit_for",
+    "missing_body",
 ]
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -88,3 +89,17 @@ def subcommand(command: pb.BaseCommand) -> Message:
     """The sub-command a BaseCommand carries, e.g. its ``CommandSendReceipt``."""
     body: Message = getattr(command, FIELD_BY_TYPE[command.type])
     return body
+
+
+def missing_body(command: pb.BaseCommand) -> str | None:
+    """Why ``command`` cannot be framed as it is, or ``None`` if it can.
+
+    An unknown type, or a type whose sub-command has required fields with that
+    sub-command left out, is refused on both sides of the wire.
+    """
+    name = FIELD_BY_TYPE.get(command.type)
+    if name is None:
+        return f"unknown command type {command.type}"
+    if command.type in NEEDS_BODY and not command.HasField(name):
+        return f"{command_name(command.type)} command lacks its {name!r} body"
+    return None
