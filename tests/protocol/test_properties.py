@@ -2,26 +2,24 @@
 
 * frames -> FrameDecoder (bytes fed in arbitrary pieces) -> open_entry ->
   messages() / ArrowBatchBuilder give exactly the items that were encoded;
-* select() agrees with a small reference model of the reader's filters;
+* select() agrees with a small reference model of the reader's filters
+  (``test_select_properties.py``);
 * ChunkAssembler puts split payloads back together and follows its rules for
-  duplicates, restarts, gaps and eviction.
+  duplicates, restarts, gaps and eviction (``test_chunk_properties.py``).
 """
 
 from __future__ import annotations
 
 import base64
-import itertools
 from datetime import datetime, timedelta, timezone
 
-import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import (
     CODECS,
     U64,
     Built,
     Item,
-    ack_set_from_acked,
     ack_sets,
     build_entry,
     built_entries,
@@ -38,8 +36,6 @@ from strategies import (
 
 from pulsar_spark.columnar import ROW_SCHEMA, ArrowBatchBuilder
 from pulsar_spark.protocol import (
-    ChunkAssembler,
-    ChunkError,
     MessageId,
     compress,
     encode_batch,
@@ -49,7 +45,6 @@ from pulsar_spark.protocol import (
     messages,
     open_entry,
     pb,
-    select,
 )
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -92,7 +87,11 @@ def test_frames_round_trip_through_messages(cases, data) -> None:
         assert is_batch(frame.metadata) == case.built.batched
         assert not is_chunk(frame.metadata)
         entry = open_entry(
-            case.ledger, case.entry, case.partition, frame.metadata, frame.payload,
+            case.ledger,
+            case.entry,
+            case.partition,
+            frame.metadata,
+            frame.payload,
             broker_entry_metadata=frame.broker_entry_metadata,
         )
         assert entry.batched == case.built.batched
@@ -111,7 +110,8 @@ def test_frames_round_trip_through_messages(cases, data) -> None:
             size = meta.num_messages_in_batch if case.built.batched else 1
             assert message.broker_index == (
                 _signed((bem.index - size + 1 + max(bi, 0)) % 2**64)
-                if bem and bem.HasField("index") else None
+                if bem and bem.HasField("index")
+                else None
             )
         builder = ArrowBatchBuilder(TOPIC)
         builder.add(entry)
@@ -168,9 +168,7 @@ def test_frames_round_trip_through_arrow(cases, data) -> None:
 def test_arrow_and_messages_agree_on_selected_positions(built, data) -> None:
     """The Arrow path and messages() give the same rows for any selection."""
     entry = open_entry(7, 9, -1, built.metadata, built.payload)
-    positions = data.draw(
-        st.lists(st.sampled_from(range(entry.count)), unique=True).map(sorted)
-    )
+    positions = data.draw(st.lists(st.sampled_from(range(entry.count)), unique=True).map(sorted))
     builder = ArrowBatchBuilder(TOPIC)
     builder.add(entry, positions)
     rows = builder.build().to_pylist()
@@ -235,359 +233,18 @@ def test_message_ids_round_trip_through_message_frames(mid, ack_set, data) -> No
     assert MessageId.from_pb(mid.to_pb()) == mid
 
 
-# ---------------------------------------------------------------------------
-# select(): the reader's filters against a reference model
-# ---------------------------------------------------------------------------
-
-
-def _reference_select(
-    built: Built,
-    ledger: int,
-    entry: int,
-    *,
-    marker: bool,
-    ack_set: list[int],
-    start: MessageId | None,
-    inclusive: bool,
-) -> list[int]:
-    """What a reader delivers, written out plainly (protocol.md §2.4)."""
-    if marker:
-        return []
-    # The ack set as one big bit string: word k holds bits 64k .. 64k+63.
-    acks = 0
-    for k, word in enumerate(ack_set):
-        acks |= (word % (1 << 64)) << (64 * k)
-    out = []
-    for pos, (item, index) in enumerate(zip(built.items, built.batch_indexes, strict=True)):
-        if start is not None:
-            here, bound = (ledger, entry), (start.ledger, start.entry)
-            if here < bound:
-                continue
-            if here == bound:
-                whole_entry = not built.batched or start.batch_index == -1
-                if whole_entry and not inclusive:
-                    continue
-                if not whole_entry:
-                    if inclusive and index < start.batch_index:
-                        continue
-                    if not inclusive and index <= start.batch_index:
-                        continue
-        if built.batched:
-            if item.compacted_out:
-                continue
-            if ack_set and not (acks >> index) & 1:
-                continue
-        out.append(pos)
-    return out
-
-
-@st.composite
-def start_ids(draw: st.DrawFn, ledger: int, entry: int, count: int) -> MessageId | None:
-    """A start id placed before, at or after the entry (ledger and entry)."""
-    if draw(st.integers(0, 5)) == 0:
-        return None
-    where = draw(
-        st.sampled_from(["same", "same", "same", "entry-", "entry+", "ledger-", "ledger+"])
-    )
-    s_ledger, s_entry = ledger, entry
-    if where == "entry-":
-        s_entry = entry - draw(st.integers(1, 3))
-    elif where == "entry+":
-        s_entry = entry + draw(st.integers(1, 3))
-    elif where == "ledger-":
-        s_ledger, s_entry = ledger - 1, draw(st.integers(-1, 50))
-    elif where == "ledger+":
-        s_ledger, s_entry = ledger + 1, draw(st.integers(-1, 50))
-    return MessageId(s_ledger, s_entry, draw(st.integers(-1, 3)), draw(st.integers(-1, count + 1)))
-
-
-@settings(PROPS, max_examples=300)
-@given(built=built_entries(compacted=True, max_items=10), data=st.data())
-def test_select_matches_reference_model(built, data) -> None:
-    ledger, entry_id = data.draw(st.integers(0, 100)), data.draw(st.integers(0, 100))
-    meta = built.metadata
-    marker = data.draw(st.integers(0, 9)) == 0
-    if marker:
-        meta.marker_type = data.draw(st.integers(0, 20))
-    ack_set = data.draw(st.one_of(ack_sets, st.builds(
-        lambda acked: ack_set_from_acked(max(built.batch_indexes) + 1, acked),
-        st.sets(st.integers(0, max([*built.batch_indexes, 0]))),
-    )))
-    start = data.draw(start_ids(ledger, entry_id, max(built.batch_indexes) + 1))
-    inclusive = data.draw(st.booleans())
-
-    entry = open_entry(ledger, entry_id, 2, meta, built.payload)
-    got = select(entry, ack_set=ack_set, start=start, start_inclusive=inclusive)
-    want = _reference_select(
-        built, ledger, entry_id, marker=marker, ack_set=ack_set, start=start, inclusive=inclusive
-    )
-    assert got == want
-    skipped = entry.count - len(got)
-    assert skipped == len(built.items) - len(want)
-    assert [m.message_id.batch_index for m in messages(entry, got)] == [
-        built.batch_indexes[p] for p in want
-    ]
-
-
-def _plain_batch(count: int, compacted_out: set[int] = frozenset()) -> Built:  # type: ignore[assignment]
-    its = [Item(payload=bytes([i % 256]), compacted_out=i in compacted_out) for i in range(count)]
-    meta = pb.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1)
-    return build_entry(its, meta, pb.NONE)
-
-
 @PROPS
 @given(
-    count=st.integers(1, 140),
-    data=st.data(),
+    its=st.lists(st.builds(Item, payload=st.binary(max_size=20)), min_size=1, max_size=5),
+    codec=st.sampled_from(CODECS),
 )
-def test_ack_set_bits_select_unacked_items(count, data) -> None:
-    """Bit i clear = acked = skipped, over several 64-bit words, negative ones included."""
-    acked = data.draw(st.sets(st.integers(0, count - 1)))
-    words = ack_set_from_acked(count, acked)
-    if count > 63 and 63 not in acked:
-        assert words[0] < 0  # bit 63 set: the int64 word is negative
-    built = _plain_batch(count)
-    entry = open_entry(1, 1, -1, built.metadata, built.payload)
-    got = select(entry, ack_set=words)
-    assert got == [i for i in range(count) if i not in acked]
-    assert select(entry, ack_set=[]) == list(range(count))
-    assert select(entry) == list(range(count))
-
-
-@PROPS
-@given(count=st.integers(1, 20), data=st.data())
-def test_compacted_batch_indexes_map_positions_to_batch_indexes(count, data) -> None:
-    kept = sorted(data.draw(st.sets(st.integers(0, 2 * count), min_size=count, max_size=count)))
-    its = [Item(payload=b"v%d" % i) for i in range(count)]
-    meta = pb.MessageMetadata(producer_name="p", sequence_id=100, publish_time=1)
-    built = build_entry(its, meta, data.draw(codecs), compacted_batch_indexes=kept)
-    entry = open_entry(5, 6, -1, built.metadata, built.payload)
-    assert list(entry.batch_indexes) == kept
-    got = messages(entry)
-    assert [m.message_id.batch_index for m in got] == kept
-    assert [m.value for m in got] == [b"v%d" % i for i in range(count)]
-    assert [m.sequence_id for m in got] == [100 + k for k in kept]
-    # The ack set and the start id speak real batch indexes.
-    acked = data.draw(st.sets(st.sampled_from(kept)))
-    words = ack_set_from_acked(max(kept) + 1, acked)
-    assert select(entry, ack_set=words) == [p for p, k in enumerate(kept) if k not in acked]
-    pivot = data.draw(st.integers(-1, 2 * count + 1))
-    start = MessageId(5, 6, -1, pivot)
-    if pivot == -1:
-        assert select(entry, start=start) == list(range(count))
-        assert select(entry, start=start, start_inclusive=False) == []
-    else:
-        assert select(entry, start=start) == [p for p, k in enumerate(kept) if k >= pivot]
-        assert select(entry, start=start, start_inclusive=False) == [
-            p for p, k in enumerate(kept) if k > pivot
-        ]
-
-
-@PROPS
-@given(built=built_entries(), marker_type=st.integers(0, 1 << 20), ack_set=ack_sets)
-def test_markers_are_skipped_whole(built, marker_type, ack_set) -> None:
-    built.metadata.marker_type = marker_type
-    entry = open_entry(1, 1, -1, built.metadata, built.payload)
-    assert entry.is_marker
-    assert select(entry, ack_set=ack_set) == []
-    assert select(entry, start=MessageId(0, 0)) == []
-
-
-# ---------------------------------------------------------------------------
-# Chunked messages
-# ---------------------------------------------------------------------------
-
-
-def _chunks(
-    payload: bytes, codec: int, cuts: list[int], *, uuid: str = "prod-7", seq: int = 7
-) -> tuple[list[pb.MessageMetadata], list[bytes], bytes]:
-    """Metadata and payload of each chunk of ``payload`` compressed then cut."""
-    whole = compress(codec, payload)
-    bounds = [0, *sorted(min(c, len(whole)) for c in cuts), len(whole)]
-    parts = [whole[a:b] for a, b in itertools.pairwise(bounds)]
-    metas = []
-    for i in range(len(parts)):
-        meta = pb.MessageMetadata(
-            producer_name="prod", sequence_id=seq, publish_time=1000, uuid=uuid,
-            chunk_id=i, num_chunks_from_msg=len(parts), total_chunk_msg_size=len(whole),
-        )
-        if codec != pb.NONE:
-            meta.compression = codec
-            meta.uncompressed_size = len(payload)
-        metas.append(meta)
-    return metas, parts, whole
-
-
-chunk_payloads = st.binary(min_size=0, max_size=600) | st.binary(max_size=20).map(lambda b: b * 40)
-chunk_cuts = st.lists(st.integers(0, 1000), min_size=1, max_size=7)
-
-
-def _open(whole, ledger: int = 1, partition: int = -1):
-    entry = open_entry(ledger, whole.last[1], partition, whole.metadata, whole.payload)
-    (message,) = messages(entry)
-    return message
-
-
-@PROPS
-@given(payload=chunk_payloads, codec=codecs, cuts=chunk_cuts)
-def test_chunks_reassemble_exactly(payload, codec, cuts) -> None:
-    metas, parts, whole = _chunks(payload, codec, cuts)
-    assembler = ChunkAssembler()
-    results = []
-    for i, (meta, part) in enumerate(zip(metas, parts, strict=True)):
-        assert is_chunk(meta)
-        results.append(assembler.add(1, 10 + i, meta, part))
-    assert results[:-1] == [None] * (len(parts) - 1)
-    done = results[-1]
-    assert done is not None
-    assert done.payload == whole
-    assert done.first == (1, 10)
-    assert done.last == (1, 10 + len(parts) - 1)
-    assert done.metadata.chunk_id == 0
-    assert _open(done).value == payload
-    assert assembler.pending == 0
-    assert assembler.dropped == 0
-
-
-@PROPS
-@given(payload=chunk_payloads, codec=codecs, cuts=chunk_cuts, data=st.data())
-def test_duplicate_chunks_are_dropped_and_counted(payload, codec, cuts, data) -> None:
-    metas, parts, whole = _chunks(payload, codec, cuts)
-    n = len(parts)
-    # After chunk i (not the last), re-deliver some chunks 1..i (chunk 0 would restart).
-    order: list[int] = []
-    duplicates = 0
-    for i in range(n):
-        order.append(i)
-        if 0 < i < n - 1:
-            again = data.draw(st.lists(st.integers(1, i), max_size=2))
-            order += again
-            duplicates += len(again)
-    assembler = ChunkAssembler()
-    results = [assembler.add(1, k, metas[k], parts[k]) for k in order]
-    assert next(r for r in results if r is not None).payload == whole
-    assert results[-1] is not None
-    assert assembler.dropped == duplicates
-    # Chunks of a finished message have no context any more: dropped too.
-    tail = data.draw(st.integers(1, n - 1))
-    assert assembler.add(1, 99, metas[tail], parts[tail]) is None
-    assert assembler.dropped == duplicates + 1
-    assert assembler.pending == 0
-
-
-@PROPS
-@given(payload=chunk_payloads, codec=codecs, cuts=chunk_cuts, data=st.data())
-def test_chunk_zero_again_restarts(payload, codec, cuts, data) -> None:
-    metas, parts, whole = _chunks(payload, codec, cuts)
-    n = len(parts)
-    first_run = data.draw(st.integers(1, n - 1))  # chunks 0 .. first_run-1, then a restart
-    assembler = ChunkAssembler()
-    for k in range(first_run):
-        assert assembler.add(1, k, metas[k], parts[k]) is None
-    results = [assembler.add(2, k, metas[k], parts[k]) for k in range(n)]
-    assert results[-1] is not None
-    assert results[-1].payload == whole
-    assert results[-1].first == (2, 0)
-    assert assembler.dropped == 0
-    assert assembler.pending == 0
-
-
-@PROPS
-@given(payload=st.binary(min_size=3, max_size=300), codec=codecs,
-       cuts=st.lists(st.integers(0, 1000), min_size=2, max_size=6), data=st.data())
-def test_chunk_gap_raises(payload, codec, cuts, data) -> None:
-    metas, parts, _ = _chunks(payload, codec, cuts)
-    n = len(parts)
-    missing = data.draw(st.integers(1, n - 2))
-    assembler = ChunkAssembler()
-    for k in range(missing):
-        assembler.add(4, k, metas[k], parts[k])
-    with pytest.raises(ChunkError, match="missing") as info:
-        assembler.add(4, missing + 1, metas[missing + 1], parts[missing + 1], partition=2)
-    assert info.value.message_id == f"4:{missing + 1}:2:-1"
-    assert assembler.pending == 0  # the broken message is dropped
-    # ... and what follows of it has no context any more.
-    if missing + 2 < n:
-        assert assembler.add(4, 50, metas[missing + 2], parts[missing + 2]) is None
-        assert assembler.dropped == 1
-
-
-@PROPS
-@given(payload=chunk_payloads, codec=codecs, cuts=chunk_cuts, data=st.data())
-def test_chunk_without_context_is_dropped(payload, codec, cuts, data) -> None:
-    metas, parts, _ = _chunks(payload, codec, cuts)
-    start = data.draw(st.integers(1, len(parts) - 1))  # a read that began mid-message
-    assembler = ChunkAssembler()
-    for k in range(start, len(parts)):
-        assert assembler.add(1, k, metas[k], parts[k]) is None
-    assert assembler.dropped == len(parts) - start
-    assert assembler.pending == 0
-
-
-@PROPS
-@given(payload=st.binary(max_size=300), codec=codecs, cuts=chunk_cuts,
-       delta=st.integers(-50, 50).filter(bool), data=st.data())
-def test_chunk_total_size_mismatch_raises(payload, codec, cuts, delta, data) -> None:
-    metas, parts, whole = _chunks(payload, codec, cuts)
-    assume(len(whole) + delta >= 0)
-    for meta in metas:
-        meta.total_chunk_msg_size = len(whole) + delta
-    assembler = ChunkAssembler()
-    with pytest.raises(ChunkError):
-        for k in range(len(parts)):
-            assert assembler.add(1, k, metas[k], parts[k]) is None
-    assert assembler.pending == 0
-
-
-@PROPS
-@given(payload=st.binary(max_size=100), cuts=chunk_cuts, data=st.data())
-def test_chunks_disagreeing_with_the_first_raise(payload, cuts, data) -> None:
-    metas, parts, _ = _chunks(payload, pb.NONE, cuts)
-    n = len(parts)
-    k = data.draw(st.integers(1, n - 1))
-    if data.draw(st.booleans()):
-        metas[k].num_chunks_from_msg = data.draw(st.integers(k + 1, n + 5).filter(lambda c: c != n))
-    else:
-        metas[k].total_chunk_msg_size += data.draw(st.integers(1, 10))
-    assembler = ChunkAssembler()
-    for j in range(k):
-        assembler.add(1, j, metas[j], parts[j])
-    with pytest.raises(ChunkError):
-        assembler.add(1, k, metas[k], parts[k])
-    assert assembler.pending == 0
-
-
-@PROPS
-@given(max_pending=st.integers(1, 5), extra=st.integers(0, 5), data=st.data())
-def test_max_pending_evicts_oldest(max_pending, extra, data) -> None:
-    total = max_pending + extra
-    messages_ = [_chunks(b"payload-%d" % m, pb.NONE, [3], uuid=f"u{m}") for m in range(total)]
-    assembler = ChunkAssembler(max_pending=max_pending)
-    for m, (metas, parts, _) in enumerate(messages_):
-        assert assembler.add(1, m, metas[0], parts[0]) is None
-    assert assembler.pending == max_pending
-    assert assembler.evicted == [f"u{m}" for m in range(extra)]
-    # Evicted messages lost their context; kept ones complete.
-    for m, (metas, parts, _) in enumerate(messages_):
-        done = assembler.add(1, 100 + m, metas[1], parts[1])
-        if m < extra:
-            assert done is None
-        else:
-            assert done is not None
-            assert done.payload == b"payload-%d" % m
-    assert assembler.dropped == extra
-    assert assembler.pending == 0
-
-
-@PROPS
-@given(its=st.lists(st.builds(Item, payload=st.binary(max_size=20)), min_size=1, max_size=5),
-       codec=st.sampled_from(CODECS))
 def test_encode_batch_sets_payload_sizes(its, codec) -> None:
     smms = [item.smm() for item in its]
     raw = encode_batch(zip(smms, [i.payload for i in its], strict=True))
     assert [s.payload_size for s in smms] == [len(i.payload) for i in its]
-    meta = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1,
-                              num_messages_in_batch=len(its))
+    meta = pb.MessageMetadata(
+        producer_name="p", sequence_id=1, publish_time=1, num_messages_in_batch=len(its)
+    )
     if codec != pb.NONE:
         meta.compression = codec
         meta.uncompressed_size = len(raw)
@@ -599,8 +256,9 @@ def test_encode_batch_sets_payload_sizes(its, codec) -> None:
 @given(key=st.binary(max_size=40))
 def test_binary_keys_survive_base64(key) -> None:
     item = Item(payload=b"v", key=key, key_mode="b64")
-    built = build_entry([item], pb.MessageMetadata(producer_name="p", sequence_id=1,
-                                                    publish_time=1), pb.NONE)
+    built = build_entry(
+        [item], pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1), pb.NONE
+    )
     entry = open_entry(1, 1, -1, built.metadata, built.payload)
     (message,) = messages(entry)
     assert message.key == key
@@ -620,6 +278,8 @@ def test_strategies_frame_like_the_encoder() -> None:
     meta = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1)
     bem = pb.BrokerEntryMetadata(broker_timestamp=5, index=9)
     assert raw_payload_frame(
-        cmd.SerializeToString(), meta.SerializeToString(), b"xyz",
+        cmd.SerializeToString(),
+        meta.SerializeToString(),
+        b"xyz",
         broker_entry_metadata=bem.SerializeToString(),
     ) == encode_payload_command(cmd, meta, b"xyz", broker_entry_metadata=bem)
