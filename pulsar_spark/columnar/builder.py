@@ -25,6 +25,7 @@ from ..protocol.entry import Entry, text
 from ..protocol.errors import ProtocolError
 from ..protocol.message_id import to_signed64
 from ..protocol.topics import base_topic
+from .arrays import Bytes, Int64s, Ints, Mask
 from .guesses import Relocate, check_guesses, place
 from .items import locate_by_headers, locate_items, locate_uniform
 from .pool import Pool
@@ -113,6 +114,7 @@ class ArrowBatchBuilder:
         n = count if positions is None else len(positions)
         if not n:
             return
+        data: bytes | bytearray | memoryview
         if not entry.batched:
             data, starts, sizes = as_batch_of_one(entry)
             located: tuple[Sequence[int], Sequence[int]] | None = (starts, sizes)
@@ -134,7 +136,7 @@ class ArrowBatchBuilder:
         has_index = bem is not None and bem.HasField("index")
         self._broker_times.append(bem.broker_timestamp if bem is not None else 0)
         self._has_index.append(has_index)
-        if has_index:
+        if has_index and bem is not None:
             # The index is that of the entry's last message; items count from the
             # batch's original size (compaction may have dropped some).
             size = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
@@ -154,15 +156,15 @@ class ArrowBatchBuilder:
         finally:
             self._reset()
 
-    def _picks(self, item_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _picks(self, item_first: Int64s) -> tuple[Int64s, Int64s]:
         """Per row: its item number over all items, and its batch index."""
         counts = self._item_counts
         total = int(item_first[-1]) + counts[-1]
         if all(p is None for p in self._positions) and all(
             type(i) is range and i.start == 0 and i.step == 1 for i in self._indexes
         ):
-            picked = np.arange(total, dtype=np.int64)
-            return picked, picked - np.repeat(item_first, counts)
+            every = np.arange(total, dtype=np.int64)
+            return every, every - np.repeat(item_first, counts)
         picked: list[int] = []
         batch_indexes: list[int] = []
         for first, positions, indexes, count in zip(
@@ -177,8 +179,8 @@ class ArrowBatchBuilder:
         return np.array(picked, np.int64), np.array(batch_indexes, np.int64)
 
     def _locate(
-        self, data: np.ndarray, item_first: np.ndarray, exact: set[int]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self, data: Bytes, item_first: Int64s, exact: set[int]
+    ) -> tuple[Int64s, Int64s, Mask]:
         """Per item over all entries: payload start (in the pool) and size; and
         whether the place was guessed (to be checked against its metadata).
 
@@ -337,7 +339,7 @@ class ArrowBatchBuilder:
         ]
         return pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
 
-    def _message_ids(self, n: int, row_entry: np.ndarray, batch_indexes: np.ndarray) -> pa.Array:
+    def _message_ids(self, n: int, row_entry: Ints, batch_indexes: Ints) -> pa.Array:
         """``ledger:entry:partition:batchIndex`` of every row."""
         if n == sum(self._item_counts) and all(
             p is None and type(i) is range and i.start == 0 and i.step == 1

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..protocol.errors import BatchDecodeError
+from .arrays import BufferLike, Bytes, Int64s, Ints, Mask
 from .smm_schema import SmmColumns
 
 __all__ = ["as_u8", "gather_binary", "gather_string", "map_array"]
@@ -16,10 +17,10 @@ _MAX_ARROW_BYTES = 2**31 - 1
 
 
 def gather_binary(
-    buf: bytes | bytearray | memoryview | np.ndarray,
-    starts: np.ndarray,
-    lens: np.ndarray,
-    valid_mask: np.ndarray | None = None,
+    buf: BufferLike,
+    starts: Ints,
+    lens: Ints,
+    valid_mask: Mask | None = None,
 ) -> pa.Array:
     """A binary array of ``buf[starts[i]:starts[i] + lens[i]]``, copied in one gather.
 
@@ -35,10 +36,10 @@ def gather_binary(
 
 
 def gather_string(
-    buf: bytes | bytearray | memoryview | np.ndarray,
-    starts: np.ndarray,
-    lens: np.ndarray,
-    valid_mask: np.ndarray | None = None,
+    buf: BufferLike,
+    starts: Ints,
+    lens: Ints,
+    valid_mask: Mask | None = None,
 ) -> pa.Array:
     """Like :func:`gather_binary`, as a string array.
 
@@ -87,15 +88,15 @@ def map_array(cols: SmmColumns) -> pa.MapArray:
     )
 
 
-def as_u8(buf: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+def as_u8(buf: BufferLike) -> Bytes:
     if isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1:
         return np.ascontiguousarray(buf)
     return np.frombuffer(buf, np.uint8)
 
 
 def _ranges(
-    data: np.ndarray, starts: np.ndarray, lens: np.ndarray, valid_mask: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    data: Bytes, starts: Ints, lens: Ints, valid_mask: Mask | None
+) -> tuple[Int64s, Int64s, Mask | None]:
     """Checked ranges, and the mask (None when every element is valid)."""
     starts = np.asarray(starts, np.int64).reshape(-1)
     lens = np.asarray(lens, np.int64).reshape(-1)
@@ -121,12 +122,12 @@ def _ranges(
 
 
 def _copy_ranges(
-    data: np.ndarray,
-    starts: np.ndarray,
-    lens: np.ndarray,
-    valid: np.ndarray | None = None,
+    data: Bytes,
+    starts: Int64s,
+    lens: Int64s,
+    valid: Mask | None = None,
     *,
-    order: np.ndarray | None = None,
+    order: Ints | None = None,
 ) -> pa.Array:
     """A binary array of ``data[starts[i]:starts[i] + lens[i]]``, null where not ``valid``;
     with ``order``, of the ranges ``order[0], order[1], ...`` (no ``valid`` then)."""
@@ -162,11 +163,11 @@ def _copy_ranges(
 
 
 def _take_ranges(
-    data: np.ndarray,
-    starts: np.ndarray,
-    lens: np.ndarray,
-    valid: np.ndarray | None,
-    order: np.ndarray | None,
+    data: Bytes,
+    starts: Int64s,
+    lens: Int64s,
+    valid: Mask | None,
+    order: Ints | None,
 ) -> pa.Array | None:
     """:func:`_copy_ranges` for ranges in order that do not overlap (keys and
     properties, item after item): a binary array over ``data`` whose elements

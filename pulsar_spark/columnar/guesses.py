@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..protocol.errors import ProtocolError
+from .arrays import Bytes, Ints, Mask
 from .smm_columns import SmmColumns, decode_smm_columns
 
 __all__ = ["Relocate", "check_guesses", "place"]
@@ -19,14 +20,14 @@ class Relocate(Exception):
 
 
 def place(
-    fit: np.ndarray,
-    item_first: np.ndarray,
-    counts: np.ndarray,
-    payload_starts: np.ndarray,
-    item_sizes: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    guessed: np.ndarray,
+    fit: Ints,
+    item_first: Ints,
+    counts: Ints,
+    payload_starts: Ints,
+    item_sizes: Ints,
+    starts: Ints,
+    sizes: Ints,
+    guessed: Mask,
 ) -> None:
     """Put the guessed items of entries ``fit`` (in order) at their item numbers."""
     if not len(fit):
@@ -41,13 +42,13 @@ def place(
 
 def check_guesses(
     cols: SmmColumns,
-    data: np.ndarray,
-    smm_starts: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    guessed: np.ndarray,
-    picked: np.ndarray,
-    item_entry: np.ndarray,
+    data: Bytes,
+    smm_starts: Ints,
+    starts: Ints,
+    sizes: Ints,
+    guessed: Mask,
+    picked: Ints,
+    item_entry: Ints,
 ) -> None:
     """Raise :class:`Relocate` for an entry whose guessed item places do not
     agree with its items' ``payload_size``.

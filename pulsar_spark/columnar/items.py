@@ -35,6 +35,7 @@ import struct
 import numpy as np
 
 from ..protocol.errors import BatchDecodeError
+from .arrays import Bytes, Int64s, Ints, Mask
 
 __all__ = ["locate_by_headers", "locate_items", "locate_uniform"]
 
@@ -151,8 +152,8 @@ def _varint(view: bytes | memoryview, pos: int, end: int, index: int) -> tuple[i
 
 
 def locate_uniform(
-    data: np.ndarray, bases: np.ndarray, lengths: np.ndarray, counts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    data: Bytes, bases: Ints, lengths: Ints, counts: Ints
+) -> tuple[Mask, Int64s, Int64s, Int64s]:
     """Guess that every item of batch ``e`` is as long as its first; check the guess.
 
     Batch ``e`` is ``data[bases[e] : bases[e] + lengths[e]]`` (``lengths[e] >=
@@ -167,7 +168,8 @@ def locate_uniform(
     """
     bases = bases.astype(np.int64)
     heads = _u32(data, bases)
-    view = memoryview(data)
+    # numpy types an ndarray as a buffer only from Python 3.12 on (mypy checks 3.10).
+    view = memoryview(data)  # type: ignore[arg-type]
     first_sizes = np.array(
         [
             _first_size(view, base + 4, base + 4 + head) if 4 + head <= length else -1
@@ -196,8 +198,8 @@ def locate_uniform(
 
 
 def locate_by_headers(
-    data: np.ndarray, bases: np.ndarray, lengths: np.ndarray, counts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    data: Bytes, bases: Ints, lengths: Ints, counts: Ints
+) -> tuple[Mask, Int64s, Int64s]:
     """Guess that batch ``e``'s items begin exactly at its runs of three zero bytes.
 
     Batch ``e`` is ``data[bases[e] : bases[e] + lengths[e]]`` with ``counts[e]``
@@ -255,9 +257,10 @@ def _first_size(view: memoryview, pos: int, end: int) -> int:
         return -1
 
 
-def _u32(data: np.ndarray, at: np.ndarray) -> np.ndarray:
+def _u32(data: Bytes, at: Ints) -> Int64s:
     """Big-endian u32 at each position (every position has 4 bytes after it)."""
-    return data[at.astype(np.int64)[:, None] + _AR4].view(">u4").ravel().astype(np.int64)
+    words: Int64s = data[at.astype(np.int64)[:, None] + _AR4].view(">u4").ravel().astype(np.int64)
+    return words
 
 
 _AR4 = np.arange(4, dtype=np.int64)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .arrays import Bytes, Ints
+
 __all__ = ["Pool"]
 
 _MAX_ARROW_BYTES = 2**31 - 1
@@ -38,7 +40,7 @@ class Pool:
         self.used = end
         return at
 
-    def view(self) -> np.ndarray:
+    def view(self) -> Bytes:
         return np.frombuffer(self._mem, np.uint8, self.used)
 
     def memory(self) -> memoryview:
@@ -46,10 +48,10 @@ class Pool:
 
     def values(
         self,
-        item_starts: np.ndarray,
-        payload_starts: np.ndarray,
-        picked: np.ndarray,
-        sizes: np.ndarray,
+        item_starts: Ints,
+        payload_starts: Ints,
+        picked: Ints,
+        sizes: Ints,
     ) -> pa.Array:
         """The payloads of the ``picked`` items as a binary column.
 

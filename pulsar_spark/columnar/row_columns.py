@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..protocol.entry import decode_key, text
 from ..protocol.errors import CorruptMessage, ProtocolError
+from .arrays import Ints, Mask, UInt64s
 from .gather import gather_binary, map_array
 from .schema import TIMESTAMP
 from .smm_columns import SmmColumns
@@ -29,7 +30,7 @@ _MAX_MS = (2**63 - 1) // 1000
 
 
 def key_column(
-    cols: SmmColumns, prefixes: list[str], row_entry: np.ndarray, batch_indexes: np.ndarray
+    cols: SmmColumns, prefixes: list[str], row_entry: Ints, batch_indexes: Ints
 ) -> pa.Array:
     """The ``key`` column: partition keys, null where absent; base64 keys decoded."""
     has_key = cols.has_key & ~cols.null_partition_key
@@ -41,15 +42,15 @@ def key_column(
     values = keys.to_pylist()
     for row in b64.tolist():
         where = row_id(prefixes, row_entry, batch_indexes, row)
-        values[row] = decode_key(values[row], True, message_id=where)
+        values[row] = decode_key(values[row], True, message_id=where or "")
     return pa.array(values, pa.binary())
 
 
 def timestamp_column(
-    ms: np.ndarray,
+    ms: UInt64s,
     prefixes: list[str],
-    row_entry: np.ndarray,
-    batch_indexes: np.ndarray,
+    row_entry: Ints,
+    batch_indexes: Ints,
     what: str,
     unset: int | None,
 ) -> pa.Array:
@@ -94,8 +95,8 @@ def property_column(cols: SmmColumns) -> pa.Array:
 def broker_index_column(
     has_index: list[bool],
     first_index: list[int],
-    row_entry: np.ndarray,
-    batch_indexes: np.ndarray,
+    row_entry: Ints,
+    batch_indexes: Ints,
 ) -> pa.Array:
     """The ``index`` column: the entry's first index plus the batch index, null without one."""
     present = np.array(has_index, np.bool_)[row_entry]
@@ -105,7 +106,7 @@ def broker_index_column(
     return pa.array(first + np.maximum(batch_indexes, 0), pa.int64(), mask=~present)
 
 
-def with_nulls(values: pa.Array, null: np.ndarray) -> pa.Array:
+def with_nulls(values: pa.Array, null: Mask) -> pa.Array:
     """``values`` with nulls where ``null`` (tombstones)."""
     if not null.any():
         return values
@@ -117,7 +118,7 @@ def with_nulls(values: pa.Array, null: np.ndarray) -> pa.Array:
 
 
 def row_id(
-    prefixes: list[str], row_entry: np.ndarray, batch_indexes: np.ndarray, row: int | None
+    prefixes: list[str], row_entry: Ints, batch_indexes: Ints, row: int | None
 ) -> str | None:
     """The message id of ``row``, or None when there is no such row."""
     if row is None or not 0 <= row < len(row_entry):

@@ -59,6 +59,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..protocol.errors import BatchDecodeError
+from .arrays import BufferLike, Ints, UInt64s
 from .gather import as_u8
 from .smm_layout import same_layout
 from .smm_schema import (
@@ -82,9 +83,9 @@ __all__ = ["SmmColumns", "decode_smm_columns"]
 
 
 def decode_smm_columns(
-    buf: bytes | bytearray | memoryview | np.ndarray,
-    starts: np.ndarray,
-    ends: np.ndarray,
+    buf: BufferLike,
+    starts: Ints,
+    ends: Ints,
 ) -> SmmColumns:
     """Decode the SingleMessageMetadata at ``buf[starts[i]:ends[i]]`` for every ``i``.
 
@@ -145,10 +146,10 @@ def decode_smm_columns(
         )
         raise BatchDecodeError(msg, item=item)
 
-    def pos(slot: int) -> np.ndarray:
+    def pos(slot: int) -> Ints:
         return walk.vpos[slot * n : (slot + 1) * n]
 
-    def val(slot: int) -> np.ndarray:
+    def val(slot: int) -> UInt64s:
         return walk.vval[slot * n : (slot + 1) * n]
 
     return SmmColumns(

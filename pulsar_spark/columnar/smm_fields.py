@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .arrays import Bytes, Ints, Mask, UInt64s
 from .smm_schema import ADV, LENF, VAR
 from .varints import long_varints, varints
 
@@ -19,30 +20,30 @@ class Fields(NamedTuple):
     """One field read at each of many positions (see :func:`read_fields`)."""
 
     #: Tag index (see ``NTAGS``), and that index when it is the same for all, else -1.
-    tag: np.ndarray
+    tag: Ints
     uniform: int
     #: Where the value starts (after the tag), its first byte, where the field ends.
-    vstart: np.ndarray
-    first: np.ndarray
-    nxt: np.ndarray
+    vstart: Ints
+    first: Bytes
+    nxt: Ints
     #: ``end - nxt``: bytes left after the field.
-    left: np.ndarray
+    left: Ints
     #: Indexes of the fields whose value is a varint of several bytes; those values.
-    high: np.ndarray
-    high_value: np.ndarray
+    high: Ints
+    high_value: UInt64s
     #: Fields that cannot be read (None: all can); of those, tags that are not
     #: varint32, and over-long varints.
-    bad: np.ndarray | None
-    tag_bad: np.ndarray | None
-    long_bad: np.ndarray | None
+    bad: Mask | None
+    tag_bad: Mask | None
+    long_bad: Mask | None
 
 
-def read_fields(data: np.ndarray, pos: np.ndarray, end: np.ndarray) -> Fields:
+def read_fields(data: Bytes, pos: Ints, end: Ints) -> Fields:
     """Read one field at each ``pos`` (< ``end``, its message's end), all at once."""
     tag8 = data.take(pos)  # pos < end <= len(data)
     vstart = pos + 1
     lowest, highest = int(tag8.min()), int(tag8.max())
-    tag: np.ndarray = tag8
+    tag: Ints = tag8
     tag_bad = None
     if highest >= 0x80:  # some multi-byte tags
         tag = tag8.astype(np.intp)

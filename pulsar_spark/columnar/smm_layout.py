@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import Bytes, Int64s, Mask, UInt64s
 from .smm_schema import (
     BAD,
     PROPS_TAG,
@@ -65,7 +66,7 @@ def _layout(first: bytes) -> list[tuple[int, int, int, int]] | None:
     return out if pos == end else None
 
 
-def same_layout(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> SmmColumns | None:
+def same_layout(data: Bytes, starts: Int64s, ends: Int64s) -> SmmColumns | None:
     """Decode items whose metadata are all laid out like the first, or return None.
 
     "Laid out alike": the same size, the same tags at the same offsets, every
@@ -103,7 +104,8 @@ def same_layout(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> SmmCo
 
     false = np.zeros(n, np.bool_)
     zeros = np.zeros(n, np.int64)
-    values: dict[int, np.ndarray] = {}
+    numbers: dict[int, UInt64s] = {}  # varint slot -> its values
+    lengths: dict[int, Int64s] = {}  # byte-string slot -> its lengths
     present: dict[int, int] = {}  # slot -> value offset of its last occurrence
     for _, tag, value_at, value_size in fields:
         slot = int(SMM_SLOTS[tag])
@@ -114,20 +116,20 @@ def same_layout(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> SmmCo
             value = np.zeros(n, np.uint64)
             for k in range(value_size):
                 value |= (rows[:, value_at + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-            values[slot] = value
+            numbers[slot] = value
         else:
-            values[slot] = np.full(n, value_size, np.int64)
+            lengths[slot] = np.full(n, value_size, np.int64)
 
-    def flag(slot: int) -> np.ndarray:
-        return values[slot] != 0 if slot in values else false
+    def flag(slot: int) -> Mask:
+        return numbers[slot] != 0 if slot in numbers else false
 
-    def number(slot: int) -> np.ndarray:
-        return values[slot] if slot in values else np.zeros(n, np.uint64)
+    def number(slot: int) -> UInt64s:
+        return numbers[slot] if slot in numbers else np.zeros(n, np.uint64)
 
-    def span(slot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def span(slot: int) -> tuple[Mask, Int64s, Int64s]:
         if slot not in present:
             return false, zeros, zeros
-        return np.ones(n, np.bool_), starts + present[slot], values[slot]
+        return np.ones(n, np.bool_), starts + present[slot], lengths[slot]
 
     has_key, key_start, key_len = span(S_KEY)
     has_ordering, ordering_start, ordering_len = span(S_ORDERING)

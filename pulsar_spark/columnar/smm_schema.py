@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
+
+from .arrays import Bytes, Int64s, Mask, UInt64s
 
 __all__ = [
     "ADV",
@@ -90,27 +93,27 @@ class SmmColumns(NamedTuple):
     """
 
     #: The input buffer as a uint8 array (a view, not a copy).
-    data: np.ndarray
-    payload_size: np.ndarray  # int64 (an int32 on the wire)
-    has_payload_size: np.ndarray  # bool
-    compacted_out: np.ndarray  # bool
-    event_time: np.ndarray  # uint64, 0 when unset
-    partition_key_b64_encoded: np.ndarray  # bool
-    has_sequence_id: np.ndarray  # bool
-    sequence_id: np.ndarray  # uint64
-    null_value: np.ndarray  # bool
-    null_partition_key: np.ndarray  # bool
-    has_key: np.ndarray  # bool: partition_key present (possibly empty)
-    key_start: np.ndarray  # int64
-    key_len: np.ndarray  # int64
-    has_ordering_key: np.ndarray  # bool
-    ordering_key_start: np.ndarray  # int64
-    ordering_key_len: np.ndarray  # int64
-    #: int32, length ``N + 1``: item ``i`` has property pairs
+    data: Bytes
+    payload_size: Int64s  # an int32 on the wire
+    has_payload_size: Mask
+    compacted_out: Mask
+    event_time: UInt64s  # 0 when unset
+    partition_key_b64_encoded: Mask
+    has_sequence_id: Mask
+    sequence_id: UInt64s
+    null_value: Mask
+    null_partition_key: Mask
+    has_key: Mask  # partition_key present (possibly empty)
+    key_start: Int64s
+    key_len: Int64s
+    has_ordering_key: Mask
+    ordering_key_start: Int64s
+    ordering_key_len: Int64s
+    #: Length ``N + 1``: item ``i`` has property pairs
     #: ``prop_offsets[i]:prop_offsets[i + 1]`` of the flat arrays below.
-    prop_offsets: np.ndarray
-    #: int64, one per property pair over all items, in wire order.
-    prop_key_start: np.ndarray
-    prop_key_len: np.ndarray
-    prop_value_start: np.ndarray
-    prop_value_len: np.ndarray
+    prop_offsets: NDArray[np.int32]
+    #: One per property pair over all items, in wire order.
+    prop_key_start: Int64s
+    prop_key_len: Int64s
+    prop_value_start: Int64s
+    prop_value_len: Int64s

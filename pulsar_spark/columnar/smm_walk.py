@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .arrays import Bytes, Int64s, Ints, UInt64s
 from .smm_fields import read_fields, reason
 from .smm_schema import KV_KEY, KV_SLOTS, KV_VALUE, field_tag
 from .varints import data_start, long_varints
@@ -20,16 +21,16 @@ class Walked(NamedTuple):
     #: field of slot ``s`` in message ``i``: where its value (after the tag)
     #: starts, or -1; and that value, a varint or (wire type 2) a length, or 0.
     #: Row 0 collects skipped fields.
-    vpos: np.ndarray
-    vval: np.ndarray
+    vpos: Ints
+    vval: UInt64s
     #: Every field with the repeated tag: message, rank among the message's
     #: such fields, and the range of its bytes (after the length).
-    rep_items: np.ndarray
-    rep_ranks: np.ndarray
-    rep_starts: np.ndarray
-    rep_ends: np.ndarray
+    rep_items: Ints
+    rep_ranks: Ints
+    rep_starts: Ints
+    rep_ends: Ints
     #: How many fields with the repeated tag each message has.
-    counts: np.ndarray
+    counts: Int64s
 
 
 #: A walk hands its last few messages (at most this many) to :func:`_walk_each`...
@@ -42,10 +43,10 @@ _WINDOW = 1 << 16
 
 
 def walk_fields(
-    data: np.ndarray,
-    starts: np.ndarray,
-    ends: np.ndarray,
-    slots: np.ndarray,
+    data: Bytes,
+    starts: Int64s,
+    ends: Int64s,
+    slots: Int64s,
     nslots: int,
     repeated_tag: int,
     errors: list[tuple[int, str]],
@@ -64,6 +65,8 @@ def walk_fields(
     slot_base = slots * n
     reps = _Repeated(repeated_tag, np.zeros(n, np.int64))
     active = np.flatnonzero(starts < ends)
+    pos: Ints  # where each active message's next field starts, and where it ends
+    end: Ints
     pos, end = starts.take(active), ends.take(active)
     steps = 0
     while len(active):
@@ -93,12 +96,12 @@ def walk_fields(
             errors.append((i, reason(f, k, pos[k] - starts[i], end[k] - starts[i])))
         if repeated_tag >= 0 and f.uniform in (-1, repeated_tag):
             if f.uniform >= 0 and f.bad is None:
-                rep: slice | np.ndarray = slice(None)
+                rep: slice | Ints = slice(None)
             else:
-                rep = f.tag == repeated_tag
+                is_rep = f.tag == repeated_tag
                 if f.bad is not None:
-                    rep &= ~f.bad
-                rep = np.flatnonzero(rep)
+                    is_rep &= ~f.bad
+                rep = np.flatnonzero(is_rep)
             items = active[rep]
             ranks = reps.counts.take(items)
             reps.counts[items] = ranks + 1
@@ -117,19 +120,19 @@ def walk_fields(
 class _Repeated:
     """The fields with the repeated tag found so far (see :class:`Walked`)."""
 
-    def __init__(self, tag: int, counts: np.ndarray) -> None:
+    def __init__(self, tag: int, counts: Int64s) -> None:
         self.tag = tag
         self.counts = counts
-        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.parts: list[tuple[Ints, Ints, Ints, Ints]] = []
 
     def add(
         self,
-        data: np.ndarray,
-        items: np.ndarray,
-        ranks: np.ndarray,
-        vstart: np.ndarray,
-        first: np.ndarray,
-        nxt: np.ndarray,
+        data: Bytes,
+        items: Ints,
+        ranks: Ints,
+        vstart: Ints,
+        first: Bytes,
+        nxt: Ints,
     ) -> None:
         if not len(items):
             return
@@ -139,21 +142,26 @@ class _Repeated:
             start[long_len] += long_varints(data, vstart.take(long_len))[1] - 1
         self.parts.append((items, ranks, start, nxt))
 
-    def arrays(self) -> list[np.ndarray]:
+    def arrays(self) -> tuple[Ints, Ints, Ints, Ints]:
+        """Items, ranks, starts and ends of all the fields found."""
         if not self.parts:
-            return [np.zeros(0, np.int64)] * 4
-        return [np.concatenate(column) for column in zip(*self.parts, strict=True)]
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, empty
+        items, ranks, starts, ends = (
+            np.concatenate(column) for column in zip(*self.parts, strict=True)
+        )
+        return items, ranks, starts, ends
 
 
 def _walk_each(
-    data: np.ndarray,
-    active: np.ndarray,
-    pos: np.ndarray,
-    end: np.ndarray,
-    starts: np.ndarray,
-    slot_base: np.ndarray,
-    vpos: np.ndarray,
-    vval: np.ndarray,
+    data: Bytes,
+    active: Ints,
+    pos: Ints,
+    end: Ints,
+    starts: Int64s,
+    slot_base: Int64s,
+    vpos: Ints,
+    vval: UInt64s,
     reps: _Repeated,
     errors: list[tuple[int, str]],
 ) -> None:
@@ -211,8 +219,8 @@ def _walk_each(
 
 
 def key_values(
-    data: np.ndarray, starts: np.ndarray, ends: np.ndarray, errors: list[tuple[int, str]]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    data: Bytes, starts: Int64s, ends: Int64s, errors: list[tuple[int, str]]
+) -> tuple[Int64s, Int64s, Int64s, Int64s]:
     """(key start, key length, value start, value length) of KeyValue messages.
 
     Those laid out as protobuf writes them, ``0x0a len key 0x12 len value``

@@ -18,16 +18,18 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .arrays import Bytes, Int64s, Ints
+
 __all__ = ["numbered", "repeated"]
 
 #: Longest column (bytes) built here: its offsets are 32-bit.
 _MAX_BYTES = 2**31 - 1
 #: Most digits of a row number built here (rows of an entry beyond go to Arrow).
 _MAX_DIGITS = 5
-_digit_tables: dict[int, np.ndarray] = {}
+_digit_tables: dict[int, Bytes] = {}
 
 
-def _digits(width: int) -> np.ndarray:
+def _digits(width: int) -> Bytes:
     """The numbers with ``width`` digits as ASCII rows: table[i] spells 10**(width-1) + i
     (0 to 9 for width 1)."""
     table = _digit_tables.get(width)
@@ -40,7 +42,7 @@ def _digits(width: int) -> np.ndarray:
     return table
 
 
-def _string_array(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _string_array(lengths: Int64s) -> tuple[Int64s, Bytes] | None:
     """Offsets and an output buffer for rows of these lengths; None when too long."""
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -49,13 +51,13 @@ def _string_array(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return offsets, np.empty(int(offsets[-1]), np.uint8)
 
 
-def _finish(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+def _finish(offsets: Int64s, data: Bytes) -> pa.Array:
     return pa.StringArray.from_buffers(
         len(offsets) - 1, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)
     )
 
 
-def repeated(values: list[str], counts: np.ndarray) -> pa.Array:
+def repeated(values: list[str], counts: Ints) -> pa.Array:
     """``values[e]`` repeated ``counts[e]`` times, as one string column."""
     counts = np.asarray(counts, np.int64)
     encoded = [v.encode() for v in values]
@@ -81,7 +83,7 @@ def repeated(values: list[str], counts: np.ndarray) -> pa.Array:
     return _finish(offsets, data)
 
 
-def numbered(prefixes: list[str], counts: np.ndarray) -> pa.Array | None:
+def numbered(prefixes: list[str], counts: Ints) -> pa.Array | None:
     """``prefixes[e] + str(i)`` for ``i`` in ``range(counts[e])``, entry after entry.
 
     None when an entry has more than 10**5 rows (the caller builds that column

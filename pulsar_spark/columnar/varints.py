@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import Bytes, Int64s, Ints, Mask, UInt64s
+
 __all__ = ["data_start", "long_varints", "varints"]
 
 _AR10 = np.arange(10, dtype=np.int64)
@@ -22,7 +24,7 @@ _PACK = [
 ]
 
 
-def varints(data: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def varints(data: Bytes, at: Ints) -> tuple[UInt64s, Ints, Mask]:
     """Decode a varint at each position: (value uint64, length, ok).
 
     ``ok`` is false for a varint longer than 10 bytes. Bytes past the end of
@@ -38,7 +40,7 @@ def varints(data: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return value, length, ok
 
 
-def long_varints(data: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def long_varints(data: Bytes, at: Ints) -> tuple[UInt64s, Ints, Mask]:
     """:func:`varints` where every first byte has its high bit set."""
     if len(at) <= 64:  # fewer calls for a few
         return _varints_window(data, at)
@@ -81,7 +83,7 @@ def long_varints(data: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return value, length, ok
 
 
-def _varints_window(data: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _varints_window(data: Bytes, at: Ints) -> tuple[UInt64s, Ints, Mask]:
     """:func:`varints` for any varint, from a 10-byte window (slower)."""
     window = data.take(at[:, None] + _AR10, mode="clip")
     more = window >= 0x80
@@ -92,13 +94,13 @@ def _varints_window(data: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.nd
     return groups.sum(axis=1, dtype=np.uint64), last + 1, ok
 
 
-def data_start(data: np.ndarray, vpos: np.ndarray) -> np.ndarray:
+def data_start(data: Bytes, vpos: Ints) -> Int64s:
     """Where the bytes of length-delimited fields start, from their value positions; 0 if absent."""
-    vpos = vpos.astype(np.int64)
-    start = vpos + 1
-    has = vpos >= 0
-    long_len = np.flatnonzero((data.take(vpos, mode="clip") >= 0x80) & has)
+    pos = vpos.astype(np.int64)
+    start = pos + 1
+    has = pos >= 0
+    long_len = np.flatnonzero((data.take(pos, mode="clip") >= 0x80) & has)
     if len(long_len):
-        start[long_len] = vpos.take(long_len) + long_varints(data, vpos.take(long_len))[1]
+        start[long_len] = pos.take(long_len) + long_varints(data, pos.take(long_len))[1]
     start[~has] = 0
     return start
