@@ -1,4 +1,4 @@
-"""Example tests of entries: ids, tombstones, keys, errors and the reader's filters."""
+"""Example tests of entries: ids, tombstones, keys, errors (select() in test_entry_select.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import struct
 
 import pyarrow as pa
 import pytest
-from strategies import CODECS, Item, ack_set_from_acked, build_entry
+from strategies import CODECS, Item, build_entry
 
 from pulsar_spark.columnar import ArrowBatchBuilder
 from pulsar_spark.protocol import (
@@ -21,7 +21,6 @@ from pulsar_spark.protocol import (
     messages,
     open_entry,
     pb,
-    select,
 )
 from pulsar_spark.protocol.entry import decode_key, text
 
@@ -218,12 +217,20 @@ def test_decode_key() -> None:
 def _smm_with_raw_key_and_property(key: bytes, prop_key: bytes, prop_value: bytes) -> bytes:
     """SingleMessageMetadata bytes whose string fields hold arbitrary bytes."""
     kv = (
-        b"\x0a" + bytes([len(prop_key)]) + prop_key
-        + b"\x12" + bytes([len(prop_value)]) + prop_value
+        b"\x0a"
+        + bytes([len(prop_key)])
+        + prop_key
+        + b"\x12"
+        + bytes([len(prop_value)])
+        + prop_value
     )
     return (
-        b"\x0a" + bytes([len(kv)]) + kv  # properties
-        + b"\x12" + bytes([len(key)]) + key  # partition_key
+        b"\x0a"
+        + bytes([len(kv)])
+        + kv  # properties
+        + b"\x12"
+        + bytes([len(key)])
+        + key  # partition_key
         + b"\x18\x01"  # payload_size = 1
     )
 
@@ -298,84 +305,6 @@ def test_batch_count_zero_or_negative() -> None:
             open_entry(1, 2, -1, meta, b"")
 
 
-# -- select -------------------------------------------------------------------
-
-
-def _five():
-    built = _batch([Item(payload=bytes([i])) for i in range(5)])
-    return open_entry(10, 20, -1, built.metadata, built.payload)
-
-
-@pytest.mark.parametrize(
-    ("start", "inclusive", "want"),
-    [
-        (None, True, [0, 1, 2, 3, 4]),
-        (MessageId(10, 20, -1, 2), True, [2, 3, 4]),
-        (MessageId(10, 20, -1, 2), False, [3, 4]),
-        (MessageId(10, 20, -1, 4), False, []),
-        (MessageId(10, 20, -1, 0), True, [0, 1, 2, 3, 4]),
-        (MessageId(10, 20, -1, -1), True, [0, 1, 2, 3, 4]),  # whole entry
-        (MessageId(10, 20, -1, -1), False, []),
-        (MessageId(10, 19, -1, 3), False, [0, 1, 2, 3, 4]),  # start before the entry
-        (MessageId(10, 21, -1, -1), True, []),  # start after the entry
-        (MessageId(9, 1000, -1, -1), False, [0, 1, 2, 3, 4]),  # earlier ledger
-        (MessageId(11, 0, -1, -1), True, []),  # later ledger
-        (MessageId(-1, -1, -1, -1), True, [0, 1, 2, 3, 4]),  # earliest
-    ],
-)
-def test_select_start_ids(start: MessageId | None, inclusive: bool, want: list[int]) -> None:
-    assert select(_five(), start=start, start_inclusive=inclusive) == want
-
-
-def test_select_start_on_a_single_message() -> None:
-    single = build_entry([Item(payload=b"x")], _meta(), pb.NONE, batched=False)
-    entry = open_entry(10, 20, -1, single.metadata, single.payload)
-    assert select(entry, start=MessageId(10, 20)) == [0]
-    assert select(entry, start=MessageId(10, 20), start_inclusive=False) == []
-    assert select(entry, start=MessageId(10, 19), start_inclusive=False) == [0]
-    assert select(entry, start=MessageId(10, 21)) == []
-
-
-def test_select_ack_set_words() -> None:
-    entry = _five()
-    assert select(entry, ack_set=[0b10110]) == [1, 2, 4]
-    assert select(entry, ack_set=[0]) == []
-    assert select(entry, ack_set=[-1]) == [0, 1, 2, 3, 4]  # all 64 bits set
-    assert select(entry, ack_set=[]) == [0, 1, 2, 3, 4]
-
-
-def test_select_ack_set_second_word_and_sign_bit() -> None:
-    built = _batch([Item(payload=b"x") for _ in range(70)])
-    entry = open_entry(1, 1, -1, built.metadata, built.payload)
-    words = ack_set_from_acked(70, {0, 64, 69})
-    assert words[0] == -2  # bits 1..63 set: negative as int64
-    assert words[1] == 0b011110
-    assert select(entry, ack_set=words) == [i for i in range(70) if i not in {0, 64, 69}]
-    # Bits beyond the given words count as acked.
-    assert select(entry, ack_set=[-1]) == list(range(64))
-
-
-def test_select_skips_compacted_out_and_markers() -> None:
-    built = _batch([Item(payload=b"a"), Item(payload=b"b", compacted_out=True), Item(payload=b"c")])
-    entry = open_entry(1, 1, -1, built.metadata, built.payload)
-    assert select(entry) == [0, 2]
-    assert select(entry, ack_set=[0b110]) == [2]
-    built.metadata.marker_type = 0  # presence marks a marker
-    entry = open_entry(1, 1, -1, built.metadata, built.payload)
-    assert entry.is_marker
-    assert select(entry) == []
-
-
-def test_select_compacted_batch_indexes() -> None:
-    built = _batch([Item(payload=b"a"), Item(payload=b"c")], compacted_batch_indexes=[0, 2])
-    entry = open_entry(1, 1, -1, built.metadata, built.payload)
-    assert [str(m.message_id) for m in messages(entry)] == ["1:1:-1:0", "1:1:-1:2"]
-    assert select(entry, start=MessageId(1, 1, -1, 1)) == [1]
-    assert select(entry, start=MessageId(1, 1, -1, 2), start_inclusive=False) == []
-    assert select(entry, ack_set=[0b011]) == [0]  # real index 2 is acked
-    assert [m.sequence_id for m in messages(entry)] == [10, 12]
-
-
 # -- Arrow edge cases owned elsewhere -----------------------------------------
 
 
@@ -406,8 +335,13 @@ def test_arrow_corrupt_key_fails_the_batch_naming_the_message_and_resets() -> No
     ]
     builder = ArrowBatchBuilder(TOPIC)
     builder.add(open_entry(1, 1, -1, good.metadata, good.payload))
-    bad = open_entry(1, 2, -1, _meta(num_messages_in_batch=2),
-                     encode_batch(zip(bad_smms, [b"a", b"b"], strict=True)))
+    bad = open_entry(
+        1,
+        2,
+        -1,
+        _meta(num_messages_in_batch=2),
+        encode_batch(zip(bad_smms, [b"a", b"b"], strict=True)),
+    )
     builder.add(bad)
     with pytest.raises(CorruptMessage) as info:
         builder.build()
