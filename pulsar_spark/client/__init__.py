@@ -1,7 +1,8 @@
-"""Synchronous Pulsar client over the sans-IO protocol layer.
+"""Synchronous Pulsar client over the sans-IO protocol layer: connections, discovery,
+readers (Arrow or ids only), producers, durable subscriptions.
 
-Work in progress: connection, authentication, discovery and the reader are in
-place; the producer follows.
+:class:`PulsarClient` is the entry point; :class:`ClientConfig` is the frozen
+configuration it builds once and hands to every connection.
 """
 
 from .auth import (
@@ -13,11 +14,13 @@ from .auth import (
     TokenAuthentication,
 )
 from .client import PulsarClient, parse_position
-from .connection import Connection, TlsOptions
+from .config import ClientConfig, TlsOptions
+from .connection import Connection
 from .errors import (
     ClientError,
     ConnectError,
     ConnectionClosed,
+    InvalidArgument,
     InvalidServiceUrl,
     InvalidTopicName,
     OperationTimeout,
@@ -25,14 +28,17 @@ from .errors import (
 from .lookup import BrokerAddress, ConnectionPool, LookupService
 from .names import ServiceUrl, TopicName, parse_service_url, parse_topic
 from .reader import PartitionReader
+from .retry import Action, Backoff, classify
+from .sinks import MessageRef
 
 __all__ = [
     "Authentication", "BasicAuthentication", "NoAuthentication", "OAuth2ClientCredentials",
     "TlsAuthentication", "TokenAuthentication",
-    "PulsarClient", "parse_position", "PartitionReader",
+    "PulsarClient", "parse_position", "PartitionReader", "MessageRef",
     "BrokerAddress", "ConnectionPool", "LookupService",
-    "Connection", "TlsOptions",
-    "ClientError", "ConnectError", "ConnectionClosed", "InvalidServiceUrl", "InvalidTopicName",
-    "OperationTimeout",
+    "ClientConfig", "Connection", "TlsOptions",
+    "Action", "Backoff", "classify",
+    "ClientError", "ConnectError", "ConnectionClosed", "InvalidArgument", "InvalidServiceUrl",
+    "InvalidTopicName", "OperationTimeout",
     "ServiceUrl", "TopicName", "parse_service_url", "parse_topic",
 ]

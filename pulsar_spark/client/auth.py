@@ -28,6 +28,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .errors import ClientError, ConnectError
 
@@ -201,14 +202,15 @@ class OAuth2ClientCredentials(Authentication):
         self._token = token
         self._expires_at = time.monotonic() + max(lifetime - self.EXPIRY_MARGIN, 0.0)
 
-    def _get_json(self, url: str, form: bytes | None) -> dict:
+    def _get_json(self, url: str, form: bytes | None) -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         if form is not None:
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         request = urllib.request.Request(url, data=form, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                return json.loads(response.read())
+                reply: dict[str, Any] = json.loads(response.read())
+                return reply
         except urllib.error.HTTPError as exc:
             body = exc.read()[:200].decode("utf-8", "replace")
             msg = f"OAuth2 request to {url} failed: HTTP {exc.code} {body}"
@@ -218,7 +220,7 @@ class OAuth2ClientCredentials(Authentication):
             raise ConnectError(msg) from exc
 
 
-def _read_key_file(path: str) -> dict:
+def _read_key_file(path: str) -> dict[str, Any]:
     if path.startswith("file://"):
         path = urllib.parse.urlsplit(path).path
     try:

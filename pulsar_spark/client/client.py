@@ -2,64 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import pyarrow as pa
 
-from ..protocol import PulsarApi_pb2 as pb
-from ..protocol.message_id import EARLIEST, LATEST, MessageId
+from ..protocol.message_id import MessageId
+from ..protocol.position import Position
 from ..protocol.topics import base_topic
 from .auth import Authentication
-from .connection import TlsOptions
+from .bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
+from .config import ClientConfig
 from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
-from .names import TopicName, parse_service_url, parse_topic
+from .names import TopicName, parse_topic
+from .probes import first_entry, last_message_id, message_id_at_time, partition_reader, scan
 from .producer import Producer
-from .reader import PartitionReader, first_entry, last_message_id, message_id_at_time
 from .routing import PartitionedProducer
+from .sinks import MessageRef
 from .subscription import acknowledge_cumulative, unsubscribe
 
-__all__ = ["PulsarClient", "parse_position", "publish_time_ms"]
-
-
-def publish_time_ms(value: dt.datetime, what: str) -> int:
-    """A datetime as epoch milliseconds; a naive one is taken as UTC."""
-    if not isinstance(value, dt.datetime):
-        msg = f"{what}={value!r}: expected a datetime"
-        raise ClientError(msg)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return int(value.timestamp() * 1000)
-
-T = pb.BaseCommand
-
-
-def parse_position(value: str | MessageId, what: str) -> MessageId:
-    """``"earliest"``, ``"latest"``, a :class:`MessageId` or ``"ledger:entry[:partition[:batch]]"``.
-
-    Raises:
-        ClientError: naming ``what`` (e.g. ``start``) and the bad value.
-    """
-    if isinstance(value, MessageId):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text == "earliest":
-            return EARLIEST
-        if text == "latest":
-            return LATEST
-        try:
-            return MessageId.parse(text)
-        except ValueError as exc:
-            msg = (
-                f"{what}={value!r}: expected 'earliest', 'latest' or "
-                "ledger:entry[:partition[:batch]]"
-            )
-            raise ClientError(msg) from exc
-    msg = f"{what}={value!r}: expected 'earliest', 'latest', a MessageId or an id string"
-    raise ClientError(msg)
+__all__ = ["MessageRef", "PulsarClient", "parse_position", "publish_time_ms"]
 
 
 class PulsarClient:
@@ -88,24 +53,22 @@ class PulsarClient:
         keepalive_interval: float = 30.0,
         listener_name: str | None = None,
     ) -> None:
-        for name, value in (("connect_timeout", connect_timeout),
-                            ("operation_timeout", operation_timeout),
-                            ("keepalive_interval", keepalive_interval)):
-            if not value > 0:
-                msg = f"{name} must be a positive number of seconds, not {value!r}"
-                raise ClientError(msg)
-        self.service_url = parse_service_url(service_url)
-        tls = TlsOptions(tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure)
-        self.operation_timeout = operation_timeout
-        self._pool = ConnectionPool(
-            self.service_url,
+        #: The configuration every connection of this client uses (built once).
+        self.config = ClientConfig.build(
+            service_url,
             auth=auth,
-            tls=tls,
+            tls_trust_certs_file=tls_trust_certs_file,
+            tls_validate_hostname=tls_validate_hostname,
+            tls_allow_insecure=tls_allow_insecure,
             connect_timeout=connect_timeout,
             operation_timeout=operation_timeout,
             keepalive_interval=keepalive_interval,
+            listener_name=listener_name,
         )
-        self._lookup = LookupService(self._pool, listener_name=listener_name)
+        self.service_url = self.config.service_url
+        self.operation_timeout = operation_timeout
+        self._pool = ConnectionPool(self.config)
+        self._lookup = LookupService(self._pool)
 
     def __enter__(self) -> PulsarClient:
         return self
@@ -157,13 +120,21 @@ class PulsarClient:
             }
         return sorted(names)
 
-    def message_id_at_time(self, topic: str, publish_time: int | dt.datetime) -> MessageId | None:
+    def message_id_at_time(
+        self, topic: str, publish_time: int | dt.datetime | Position
+    ) -> MessageId | None:
         """The id of the first message of ``topic`` (a non-partitioned topic or one
-        partition) published at or after ``publish_time`` (epoch ms or a datetime),
-        found with a SEEK; None when every message is older."""
+        partition) published at or after ``publish_time`` (epoch ms, a datetime or a
+        ``time:`` position), found with a SEEK and an id-level scan; None when every
+        message is older. A chunked message is given by its first chunk."""
         name = self._one_partition(topic, "ask for the time of")
         if isinstance(publish_time, dt.datetime):
             publish_time = publish_time_ms(publish_time, "publish_time")
+        elif isinstance(publish_time, Position):
+            if publish_time.time_ms is None:
+                msg = f"publish_time={publish_time}: expected a time, not a message position"
+                raise ClientError(msg)
+            publish_time = publish_time.time_ms
         return message_id_at_time(self._lookup, name, publish_time,
                                   operation_timeout=self.operation_timeout)
 
@@ -251,8 +222,8 @@ class PulsarClient:
     def read_batches(
         self,
         topic: str,
-        start: str | MessageId | dt.datetime = "earliest",
-        end: str | MessageId | dt.datetime = "latest",
+        start: BoundLike = "earliest",
+        end: BoundLike = "latest",
         *,
         start_inclusive: bool = True,
         end_inclusive: bool = True,
@@ -263,11 +234,14 @@ class PulsarClient:
         """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
         starts) as RecordBatches with the row schema.
 
-        ``start`` and ``end`` are ``"earliest"``, ``"latest"``, a :class:`MessageId`
-        (or its ``ledger:entry[:partition[:batch]]`` text) or a publish time as a
-        ``datetime``. A start time reads from the first message published at or
-        after it (a seek); an end time stops before that message, so consecutive
-        time ranges split a topic without gaps or overlaps.
+        ``start`` and ``end`` are a :class:`Position`, ``"earliest"``, ``"latest"``,
+        a :class:`MessageId` (or its ``ledger:entry[:partition[:batch]]`` text) or a
+        publish time as a ``datetime``. ``start_inclusive`` and ``end_inclusive``
+        apply to ids; a position says itself what it includes (as an end,
+        ``after:X`` includes X and ``from:X`` stops before it). A start time reads
+        from the first message published at or after it (a seek); an end time stops
+        before that message, so consecutive time ranges split a topic without gaps
+        or overlaps.
 
         A partitioned topic is read partition by partition; a name ending in
         ``-partition-N`` reads that partition only.
@@ -275,25 +249,57 @@ class PulsarClient:
         ``missing_start(start, first)`` is called when ``start`` is a message id
         whose entry is gone (the broker began at ``first``, a later entry); it
         may raise to end the read.
+
+        Raises:
+            ClientError: a malformed start or end, naming it.
         """
-        start_time = publish_time_ms(start, "start") if isinstance(start, dt.datetime) else None
-        end_time = publish_time_ms(end, "end") if isinstance(end, dt.datetime) else None
-        first = EARLIEST if start_time is not None else parse_position(start, "start")  # type: ignore[arg-type]
-        last = LATEST if end_time is not None else parse_position(end, "end")  # type: ignore[arg-type]
+        first, last = start_bound(start, start_inclusive), end_bound(end, end_inclusive)
         for partition in self._partitions_of(parse_topic(topic)):
-            stop, stop_inclusive = last, end_inclusive
-            if end_time is not None:
-                found = message_id_at_time(self._lookup, partition, end_time,
-                                           operation_timeout=self.operation_timeout)
-                if found is not None:
-                    stop, stop_inclusive = found, False
-            reader = PartitionReader(
-                self._lookup, partition, start=first, start_inclusive=start_inclusive,
-                start_time=start_time, end=stop, end_inclusive=stop_inclusive,
+            yield from partition_reader(
+                self._lookup, partition, first, last, operation_timeout=self.operation_timeout,
                 receiver_queue_size=receiver_queue_size, batch_rows=batch_rows,
-                operation_timeout=self.operation_timeout, missing_start=missing_start,
+                missing_start=missing_start,
             )
-            yield from reader
+
+    # -- id-level probes (no Arrow is built) ----------------------------------------
+
+    def scan_ids(
+        self,
+        topic: str,
+        start: BoundLike = "earliest",
+        end: BoundLike = "latest",
+        limit: int | None = None,
+    ) -> Generator[MessageRef, None, None]:
+        """The :class:`MessageRef` (message id, publish time in epoch ms) of each
+        message :meth:`read_batches` would return between ``start`` and ``end``,
+        in order, at most ``limit`` of them (all when None).
+
+        ``topic`` is a non-partitioned topic or one partition; bounds as
+        :meth:`read_batches` takes them (ids inclusive). The messages are the same
+        as the Arrow path's (bounds inside batches, acknowledged and compacted-out
+        items, markers and chunked messages alike), but no Arrow is built and only
+        batches are decompressed. A chunked message is given by its first chunk's
+        entry (batch index -1): a range that starts after it, or ends at it
+        exclusively, leaves the message whole to one side. Leaving the iterator
+        early (``close()``, or a ``with contextlib.closing(...)``) ends the read.
+
+        Raises:
+            ClientError: a partitioned topic, or a malformed bound.
+        """
+        name = self._one_partition(topic, "scan")
+        first, last = start_bound(start), end_bound(end)
+        queue = 1000 if limit is None else min(max(limit, 1), 1000)
+        return scan(self._lookup, name, first, last, limit=limit, receiver_queue_size=queue,
+                    operation_timeout=self.operation_timeout)
+
+    def first_message(
+        self, topic: str, start: BoundLike = "earliest", end: BoundLike = "latest"
+    ) -> tuple[MessageId, int] | None:
+        """The id and publish time (epoch ms) of the first message between ``start``
+        and ``end`` (see :meth:`scan_ids`); None when there is none."""
+        with contextlib.closing(self.scan_ids(topic, start, end, limit=1)) as refs:
+            found = next(refs, None)
+        return None if found is None else (found.message_id, found.publish_time)
 
     def _partitions_of(self, name: TopicName) -> list[TopicName]:
         if name.partition >= 0:

@@ -6,10 +6,13 @@
     +-- ClientError                  misuse or configuration: fatal
     |   +-- InvalidServiceUrl
     |   +-- InvalidTopicName
+    |   +-- InvalidArgument          also a ValueError: a bad argument value or row
     +-- ConnectError                 retriable: could not reach or handshake
     +-- ConnectionClosed             retriable: the connection went away
     +-- OperationTimeout             retriable: no answer within the deadline
     +-- ServerError (protocol.errors) an ERROR from the broker, per code
+    +-- ProtocolError (protocol.errors)
+        +-- UnexpectedAnswer         fatal: a request answered with another command type
 
 Broker errors keep the per-code classes of :mod:`pulsar_spark.protocol.errors`
 (``ServiceNotReadyError`` is retriable, ``AuthenticationError`` is not, ...).
@@ -17,17 +20,19 @@ Broker errors keep the per-code classes of :mod:`pulsar_spark.protocol.errors`
 
 from __future__ import annotations
 
-from ..protocol.errors import PulsarError, ServerError, server_error
+from ..protocol.errors import ProtocolError, PulsarError, ServerError, server_error
 
 __all__ = [
     "ClientError",
     "ConnectError",
     "ConnectionClosed",
+    "InvalidArgument",
     "InvalidServiceUrl",
     "InvalidTopicName",
     "OperationTimeout",
     "PulsarError",
     "ServerError",
+    "UnexpectedAnswer",
     "server_error",
 ]
 
@@ -42,6 +47,15 @@ class InvalidServiceUrl(ClientError):
 
 class InvalidTopicName(ClientError):
     """A topic name that does not parse."""
+
+
+class InvalidArgument(ClientError, ValueError):
+    """An argument value the client cannot use (a queue size, a row to send, ...)."""
+
+
+class UnexpectedAnswer(ProtocolError):
+    """The broker answered a request with a command of another type than the
+    request calls for: the peer breaks the protocol; retrying cannot help."""
 
 
 class ConnectError(PulsarError):

@@ -18,17 +18,16 @@ import itertools
 import threading
 from dataclasses import dataclass
 
-from ..protocol import PulsarApi_pb2 as pb
+from ..protocol import commands
 from ..protocol.errors import server_error
-from .auth import Authentication
-from .connection import Connection, TlsOptions
+from .config import ClientConfig
+from .connection import Connection, Kind
 from .errors import ClientError, ConnectError, OperationTimeout
-from .names import ServiceUrl, TopicName, parse_service_url
+from .names import TopicName, parse_service_url
 
 __all__ = ["BrokerAddress", "ConnectionPool", "LookupService", "MAX_REDIRECTS"]
 
 MAX_REDIRECTS = 20
-T = pb.BaseCommand
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,30 +44,13 @@ class ConnectionPool:
     """One open connection per (host, port, proxied broker), created on demand
     and replaced once closed."""
 
-    def __init__(
-        self,
-        service_url: ServiceUrl,
-        *,
-        auth: Authentication | None = None,
-        tls: TlsOptions | None = None,
-        connect_timeout: float = 10.0,
-        operation_timeout: float = 30.0,
-        keepalive_interval: float = 30.0,
-    ) -> None:
-        self.service_url = service_url
-        self._options = {
-            "auth": auth,
-            "tls": tls if service_url.tls else None,
-            "connect_timeout": connect_timeout,
-            "operation_timeout": operation_timeout,
-            "keepalive_interval": keepalive_interval,
-        }
-        if service_url.tls and tls is None:
-            self._options["tls"] = TlsOptions()
-        self.operation_timeout = operation_timeout
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self.service_url = config.service_url
+        self.operation_timeout = config.operation_timeout
         self._lock = threading.Lock()
         self._connections: dict[tuple[str, int, str | None], Connection] = {}
-        self._next_host = itertools.cycle(range(len(service_url.hosts)))
+        self._next_host = itertools.cycle(range(len(config.service_url.hosts)))
         self._closed = False
 
     def get(self, host: str, port: int, proxy_to: str | None = None) -> Connection:
@@ -82,7 +64,7 @@ class ConnectionPool:
             if conn is not None and not conn.closed:
                 return conn
         # Connect outside the lock: it may take up to the connect timeout.
-        conn = Connection.open(host, port, proxy_to_broker_url=proxy_to, **self._options)
+        conn = Connection.open(host, port, self.config, proxy_to_broker_url=proxy_to)
         with self._lock:
             current = self._connections.get(key)
             if current is not None and not current.closed:
@@ -126,9 +108,10 @@ class ConnectionPool:
 class LookupService:
     """Discovery over the binary protocol."""
 
-    def __init__(self, pool: ConnectionPool, *, listener_name: str | None = None) -> None:
+    def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool
-        self._listener = listener_name
+        self.config = pool.config
+        self._listener = pool.config.listener_name
 
     def partitions(self, topic: TopicName) -> int:
         """Partition count of ``topic`` (0 when it is not partitioned).
@@ -137,10 +120,8 @@ class LookupService:
             ServerError: the broker's error, e.g. TopicNotFound or AuthorizationError.
         """
         conn = self.pool.service()
-        request = pb.CommandPartitionedTopicMetadata(
-            topic=str(topic), request_id=conn.new_id("request")
-        )
-        frame = conn.request(T(type=T.PARTITIONED_METADATA, partitionMetadata=request))
+        request_id = conn.new_id(Kind.REQUEST)
+        frame = conn.request(commands.partitioned_metadata(request_id, str(topic)))
         response = frame.command.partitionMetadataResponse
         if response.response == response.Failed:
             raise server_error(
@@ -159,12 +140,11 @@ class LookupService:
         authoritative = False
         tls = self.pool.service_url.tls
         for _ in range(MAX_REDIRECTS + 1):
-            request = pb.CommandLookupTopic(
-                topic=str(topic), request_id=conn.new_id("request"), authoritative=authoritative
+            request = commands.lookup(
+                conn.new_id(Kind.REQUEST), str(topic), authoritative=authoritative,
+                listener_name=self._listener,
             )
-            if self._listener:
-                request.advertised_listener_name = self._listener
-            frame = conn.request(T(type=T.LOOKUP, lookupTopic=request))
+            frame = conn.request(request)
             response = frame.command.lookupTopicResponse
             if response.response == response.Failed:
                 raise server_error(response.error, response.message, context=f"lookup of {topic}")
@@ -189,12 +169,9 @@ class LookupService:
         (partitions by their own names). Patterns are applied by the caller: brokers
         differ on whether a pattern includes the ``persistent://`` scheme."""
         conn = self.pool.service()
-        request = pb.CommandGetTopicsOfNamespace(
-            request_id=conn.new_id("request"), namespace=namespace,
-            mode=pb.CommandGetTopicsOfNamespace.PERSISTENT,
-        )
+        request = commands.topics_of_namespace(conn.new_id(Kind.REQUEST), namespace)
         try:
-            frame = conn.request(T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=request))
+            frame = conn.request(request)
         except OperationTimeout as exc:
             msg = (
                 f"listing the topics of {namespace}: {exc}; the broker "

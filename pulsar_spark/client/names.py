@@ -12,7 +12,8 @@ Topic names::
     domain://tenant/namespace/name       (domain: persistent | non-persistent)
     domain://tenant/cluster/namespace/name   (legacy V1 form)
 
-A partition of a partitioned topic is the topic ``<name>-partition-<N>``.
+A partition of a partitioned topic is the topic ``<name>-partition-<N>``
+(:mod:`..protocol.topics` parses and builds those names).
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..protocol.topics import base_topic
+from ..protocol.topics import base_topic, partition_name
 from .errors import InvalidServiceUrl, InvalidTopicName
 
 __all__ = ["ServiceUrl", "TopicName", "parse_service_url", "parse_topic"]
 
 _DEFAULT_PORTS = {"pulsar": 6650, "pulsar+ssl": 6651}
 _DOMAINS = ("persistent", "non-persistent")
-_PARTITION = "-partition-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +97,12 @@ class TopicName:
         """The partitioned topic this partition belongs to (itself if none)."""
         if self.partition < 0:
             return self
-        local = self.local[: self.local.rfind(_PARTITION)]
+        local, _ = base_topic(self.local)
         return TopicName(self.domain, self.namespace, local)
 
     def partition_name(self, index: int) -> TopicName:
         """The topic of partition ``index`` of this (base) topic."""
-        return TopicName(self.domain, self.namespace, f"{self.local}{_PARTITION}{index}", index)
+        return TopicName(self.domain, self.namespace, partition_name(self.local, index), index)
 
     @property
     def persistent(self) -> bool:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import itertools
 
-from .producer import Producer, _Rows, partition_key_text
+import pyarrow as pa
+
+from ..columnar.rows import partition_key_text
+from .producer import Producer, encoded_rows
 
 __all__ = ["PartitionedProducer", "java_string_hash"]
 
@@ -60,10 +63,12 @@ class PartitionedProducer:
             value, key, properties, event_time, sequence_id
         )
 
-    def send_batch(self, table, first_sequence_id: int | None = None) -> int:
+    def send_batch(
+        self, table: pa.Table | pa.RecordBatch, first_sequence_id: int | None = None
+    ) -> int:
         """As :meth:`Producer.send_batch`, each row to its partition as :meth:`send`
         would route it."""
-        rows = _Rows(table)
+        rows = encoded_rows(table)
         keys = rows.keys
         producers = self.producers
         partitions: dict[str | bytes, int] = {}  # a key's partition, once per key
@@ -77,7 +82,7 @@ class PartitionedProducer:
                 if partition < 0:
                     partition = partitions[key] = self.partition_for(key)
             seq = None if first_sequence_id is None else first_sequence_id + i
-            sent += producers[partition]._send_encoded(
+            sent += producers[partition].send_encoded(
                 seq, rows.pres[i], rows.nulls[i], rows.values[i], rows.sizes[i]
             )
         return sent

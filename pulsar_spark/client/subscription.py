@@ -17,19 +17,17 @@ from __future__ import annotations
 import time
 import uuid
 
-from ..protocol import PulsarApi_pb2 as pb
+from ..protocol import commands
 from ..protocol.errors import PulsarError
-from ..protocol.framing import Frame, encode_command
+from ..protocol.framing import Frame
 from ..protocol.message_id import MessageId
-from .connection import Connection
+from .connection import Connection, Key, Kind
 from .errors import ClientError, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
 from .retry import Backoff, may_retry
 
 __all__ = ["acknowledge_cumulative", "unsubscribe"]
-
-T = pb.BaseCommand
 
 
 class _Ignore:
@@ -44,7 +42,7 @@ class _Ignore:
 
 def _attached(
     lookup: LookupService, topic: TopicName, subscription: str, deadline: float
-) -> tuple[Connection, int]:
+) -> tuple[Connection, Key]:
     """A consumer on the durable ``subscription``, retried until ``deadline``."""
     if not subscription or subscription.startswith("reader-"):
         msg = f"subscription name {subscription!r} is empty or looks like a reader's"
@@ -52,30 +50,27 @@ def _attached(
     backoff = Backoff()
     while True:
         conn = lookup.connection_for(topic)
-        consumer_id = conn.new_id("consumer")
-        conn.add_handler("consumer", consumer_id, _Ignore())
-        subscribe = pb.CommandSubscribe(
-            topic=str(topic), subscription=subscription, subType=pb.CommandSubscribe.Exclusive,
-            consumer_id=consumer_id, request_id=conn.new_id("request"), durable=True,
-            initialPosition=pb.CommandSubscribe.Earliest,
-            consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}",
+        key = conn.new_key(Kind.CONSUMER)
+        conn.add_handler(key, _Ignore())
+        subscribe = commands.subscribe(
+            conn.new_id(Kind.REQUEST), key.ident, topic=str(topic), subscription=subscription,
+            durable=True, earliest=True, consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}",
         )
         try:
-            conn.request(T(type=T.SUBSCRIBE, subscribe=subscribe))
-            return conn, consumer_id
+            conn.request(subscribe)
+            return conn, key
         except PulsarError as exc:
-            conn.remove_handler("consumer", consumer_id)
-            # ConsumerBusy: a previous attachment is still being closed.
+            conn.remove_handler(key)
+            # ConsumerBusy (a previous attachment still being closed) is retried too.
             delay = backoff.next()
             if not may_retry(exc) or time.monotonic() + delay > deadline:
                 raise
             time.sleep(delay)
 
 
-def _detach(conn: Connection, consumer_id: int) -> None:
-    conn.remove_handler("consumer", consumer_id)
-    close = pb.CommandCloseConsumer(consumer_id=consumer_id, request_id=conn.new_id("request"))
-    conn.request(T(type=T.CLOSE_CONSUMER, close_consumer=close))
+def _detach(conn: Connection, key: Key) -> None:
+    conn.remove_handler(key)
+    conn.request(commands.close_consumer(conn.new_id(Kind.REQUEST), key.ident))
 
 
 def acknowledge_cumulative(
@@ -96,16 +91,12 @@ def acknowledge_cumulative(
         msg = f"cannot acknowledge {message_id} on {topic}: not a message id"
         raise ClientError(msg)
     deadline = time.monotonic() + operation_timeout
-    conn, consumer_id = _attached(lookup, topic, subscription, deadline)
+    conn, key = _attached(lookup, topic, subscription, deadline)
     try:
-        ack = pb.CommandAck(
-            consumer_id=consumer_id, ack_type=pb.CommandAck.Cumulative,
-            message_id=[message_id.to_pb(with_batch_index=False)],
-        )
-        conn.send(encode_command(T(type=T.ACK, ack=ack)))
+        conn.send_command(commands.ack_cumulative(key.ident, message_id))
     finally:
         try:
-            _detach(conn, consumer_id)
+            _detach(conn, key)
         except OperationTimeout as exc:
             msg = f"acknowledging {message_id} on {topic} ({subscription}): {exc}"
             raise OperationTimeout(msg) from exc
@@ -116,9 +107,8 @@ def unsubscribe(
 ) -> None:
     """Delete the durable ``subscription`` of ``topic`` (one partition)."""
     deadline = time.monotonic() + operation_timeout
-    conn, consumer_id = _attached(lookup, topic, subscription, deadline)
-    request = pb.CommandUnsubscribe(consumer_id=consumer_id, request_id=conn.new_id("request"))
+    conn, key = _attached(lookup, topic, subscription, deadline)
     try:
-        conn.request(T(type=T.UNSUBSCRIBE, unsubscribe=request))
+        conn.request(commands.unsubscribe(conn.new_id(Kind.REQUEST), key.ident))
     finally:
-        conn.remove_handler("consumer", consumer_id)
+        conn.remove_handler(key)

@@ -16,10 +16,10 @@ import time
 import pytest
 
 from pulsar_spark.client import PartitionReader, PulsarClient
-from pulsar_spark.client.connection import Connection
+from pulsar_spark.client.connection import Connection, Kind
 from pulsar_spark.client.names import parse_topic
 from pulsar_spark.columnar import ROW_SCHEMA
-from pulsar_spark.protocol import pb
+from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.entry import messages, open_entry
 from pulsar_spark.protocol.framing import Frame, encode_command
 from tests.support.admin import AdminError
@@ -100,17 +100,14 @@ def _raw_frames(service_url: str, topic: str, count: int, timeout: float = 20.0)
             pass
 
     with Connection.open(host, int(port)) as conn:
-        consumer_id = conn.new_id("consumer")
-        conn.add_handler("consumer", consumer_id, Inbox())
-        subscribe = pb.CommandSubscribe(
-            topic=topic, subscription=f"raw-{secrets.token_hex(4)}",
-            subType=pb.CommandSubscribe.Exclusive, consumer_id=consumer_id,
-            request_id=conn.new_id("request"), durable=False,
-            initialPosition=pb.CommandSubscribe.Earliest,
+        key = conn.new_key(Kind.CONSUMER)
+        conn.add_handler(key, Inbox())
+        subscribe = commands.subscribe(
+            conn.new_id(Kind.REQUEST), key.ident, topic=topic,
+            subscription=f"raw-{secrets.token_hex(4)}", durable=False, earliest=True,
         )
-        conn.request(T(type=T.SUBSCRIBE, subscribe=subscribe))
-        flow = pb.CommandFlow(consumer_id=consumer_id, messagePermits=10_000)
-        conn.send(encode_command(T(type=T.FLOW, flow=flow)))
+        conn.request(subscribe)
+        conn.send_command(commands.flow(key.ident, 10_000))
         deadline = time.monotonic() + timeout
         with got:
             while len(frames) < count:

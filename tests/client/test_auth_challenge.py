@@ -17,6 +17,7 @@ import pytest
 
 from pulsar_spark.client import TokenAuthentication
 from pulsar_spark.client.auth import Authentication
+from pulsar_spark.client.config import ClientConfig
 from pulsar_spark.client.connection import Connection
 from pulsar_spark.protocol import pb
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -91,8 +92,9 @@ class ScriptedBroker:
 
 
 def _open(broker: ScriptedBroker, auth: Authentication) -> Connection:
-    return Connection.open("127.0.0.1", broker.port, auth=auth, connect_timeout=5,
-                           operation_timeout=5)
+    config = ClientConfig.build(f"pulsar://127.0.0.1:{broker.port}", auth=auth,
+                                connect_timeout=5, operation_timeout=5)
+    return Connection.open("127.0.0.1", broker.port, config)
 
 
 def test_connect_carries_the_token_and_each_challenge_gets_a_fresh_one(tmp_path: Path) -> None:

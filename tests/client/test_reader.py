@@ -7,6 +7,7 @@ import itertools
 import threading
 import time
 
+import pyarrow as pa
 import pytest
 
 from pulsar_spark.client import (
@@ -17,9 +18,9 @@ from pulsar_spark.client import (
     OperationTimeout,
     PulsarClient,
 )
-from pulsar_spark.client.connection import Connection
+from pulsar_spark.client.connection import Connection, Kind
 from pulsar_spark.columnar import ROW_SCHEMA
-from pulsar_spark.protocol import pb
+from pulsar_spark.protocol import MessageId, Position, commands, pb
 from tests.support.official import CODECS, produce
 from tests.support.official import mixed_messages as _messages
 
@@ -35,8 +36,7 @@ def _rows(client: PulsarClient, topic: str, **kwargs) -> list[dict]:
 
 
 def _partition_request(conn: Connection, topic: str) -> pb.CommandPartitionedTopicMetadataResponse:
-    request = pb.CommandPartitionedTopicMetadata(topic=topic, request_id=conn.new_id("request"))
-    frame = conn.request(T(type=T.PARTITIONED_METADATA, partitionMetadata=request))
+    frame = conn.request(commands.partitioned_metadata(conn.new_id(Kind.REQUEST), topic))
     return frame.command.partitionMetadataResponse
 
 
@@ -538,3 +538,119 @@ def test_a_chunked_message_begins_at_its_first_chunk_for_times_and_probes(
         for entry in range(first, last_chunk + 2):
             assert client.entry_exists(topic_name, f"{ledger}:{entry}:{partition}:-1")
         assert not client.entry_exists(topic_name, f"{ledger}:{last_chunk + 2}:{partition}:-1")
+
+
+# -- id-level probes: the Arrow path's selection, no Arrow ---------------------------
+
+
+def _arrow_refs(client: PulsarClient, topic: str, start, end, **kwargs) -> list[tuple[str, int]]:
+    """(messageId, publish time in ms) of each row the Arrow path reads."""
+    refs = []
+    for batch in client.read_batches(topic, start, end, **kwargs):
+        times = batch.column("publishTime").cast(pa.int64()).to_pylist()  # microseconds
+        ids = batch.column("messageId").to_pylist()
+        refs.extend((i, t // 1000) for i, t in zip(ids, times, strict=True))
+    return refs
+
+
+def _scanned(client: PulsarClient, topic: str, start, end, **kwargs) -> list[tuple[str, int]]:
+    return [(str(r.message_id), r.publish_time)
+            for r in client.scan_ids(topic, start, end, **kwargs)]
+
+
+@pytest.mark.parametrize("codec", ["NONE", "LZ4"])
+def test_id_scan_selects_what_the_arrow_path_reads(broker, topic_name, codec: str) -> None:
+    sent = _messages(300)
+    ids = [MessageId.parse(i) for i in produce(
+        broker.service_url, topic_name, sent, batching=True, batching_max_messages=40,
+        compression=codec,
+    )]
+    entry_of_80 = MessageId(ids[80].ledger, ids[80].entry, ids[80].partition, -1)
+    bounds = [
+        (Position.earliest(), Position.latest()),
+        (Position.at(ids[45]), Position.after(ids[211])),  # inside batches, inclusive
+        (Position.after(ids[45]), Position.at(ids[211])),  # both exclusive
+        (Position.at(ids[10]), Position.at(entry_of_80)),  # ends before the entry of 80
+        (Position.after(entry_of_80), Position.latest()),  # after that whole entry
+        (Position.at(ids[-1]), Position.latest()),
+        (Position.after(ids[-1]), Position.latest()),
+        (Position.latest(), Position.latest()),
+    ]
+    with PulsarClient(broker.service_url) as client:
+        for start, end in bounds:
+            arrow = _arrow_refs(client, topic_name, start, end)
+            assert _scanned(client, topic_name, start, end) == arrow, (start, end)
+            first = client.first_message(topic_name, start, end)
+            assert (None if first is None else (str(first[0]), first[1])) == (
+                arrow[0] if arrow else None), (start, end)
+        # A position reads what the id with its inclusive flag reads.
+        assert _arrow_refs(client, topic_name, Position.after(ids[45]), Position.at(ids[211])) \
+            == _arrow_refs(client, topic_name, str(ids[45]), ids[211], start_inclusive=False,
+                           end_inclusive=False)
+        assert [v for v, _ in _arrow_refs(client, topic_name, Position.at(ids[45]),
+                                          Position.after(ids[211]))] == [
+            str(i) for i in ids[45:212]]
+        # A limit, and leaving early.
+        everything = _arrow_refs(client, topic_name, "earliest", "latest")
+        assert _scanned(client, topic_name, "earliest", "latest", limit=7) == everything[:7]
+        refs = client.scan_ids(topic_name)
+        assert (str(next(refs).message_id), ) == (everything[0][0], )
+        refs.close()
+
+
+def test_id_scan_by_publish_time(broker, topic_name) -> None:
+    sent = _published_in_bursts(broker.service_url, topic_name, bursts=4, size=5)
+    with PulsarClient(broker.service_url) as client:
+        rows = _arrow_refs(client, topic_name, "earliest", "latest")
+        assert len(rows) == len(sent)
+        t = rows[7][1]
+        start, end = Position.at_time(t), Position.at_time(rows[-1][1])
+        arrow = _arrow_refs(client, topic_name, start, end)
+        assert arrow and arrow[0][1] == t
+        assert _scanned(client, topic_name, start, end) == arrow
+        assert client.first_message(topic_name, start) == (MessageId.parse(arrow[0][0]), t)
+        assert client.message_id_at_time(topic_name, start) == MessageId.parse(arrow[0][0])
+        assert client.first_message(topic_name, Position.at_time(rows[-1][1] + 1)) is None
+
+
+def test_id_scan_gives_a_chunked_message_by_its_first_chunk(broker, topic_name) -> None:
+    _, ids = _chunked_topic(broker.service_url, topic_name)
+    ledger, first, partition, _ = (int(x) for x in ids[0].split(":"))
+    begins = MessageId(ledger, first + 1, partition, -1)  # the entry after "a"
+    chunked_last = int(ids[1].split(":")[1])
+    with PulsarClient(broker.service_url) as client:
+        arrow = _arrow_refs(client, topic_name, "earliest", "latest")
+        assert [i for i, _ in arrow] == ids
+        scanned = list(client.scan_ids(topic_name))
+        assert [str(r.message_id) for r in scanned] == [ids[0], str(begins), ids[2]]
+        assert [r.publish_time for r in scanned] == [t for _, t in arrow]
+        for cut in range(first + 1, chunked_last + 2):  # every entry of the chunks, and "b"
+            at = Position.at(MessageId(ledger, cut, partition, -1))
+            before = list(client.scan_ids(topic_name, Position.earliest(), at))
+            after = list(client.scan_ids(topic_name, at, Position.latest()))
+            assert [len(_rows(client, topic_name, end=at)), len(_rows(
+                client, topic_name, start=at))] == [len(before), len(after)], cut
+            assert before + after == scanned, cut  # the message goes with its first chunk
+        # A range that ends after its first chunk holds it whole; the next range,
+        # which starts there, leaves it to the range before.
+        inside = Position.after(begins)
+        upto = list(client.scan_ids(topic_name, Position.earliest(), inside))
+        assert [str(r.message_id) for r in upto] == [ids[0], str(begins)]
+        assert [r["messageId"] for r in _rows(client, topic_name, end=inside)] == ids[:2]
+        assert [str(r.message_id) for r in client.scan_ids(topic_name, inside)] == [ids[2]]
+        assert [r["messageId"] for r in _rows(client, topic_name, start=inside)] == ids[2:]
+        assert client.first_message(topic_name, Position.at(begins)) == (
+            begins, scanned[1].publish_time)
+
+
+def test_id_probes_take_one_partition(partitioned_broker, topic_name) -> None:
+    url = partitioned_broker.service_url
+    produce(url, topic_name, _messages(40))
+    with PulsarClient(url) as client:
+        with pytest.raises(ClientError, match="partitioned"):
+            client.scan_ids(topic_name)
+        with pytest.raises(ClientError, match="partitioned"):
+            client.first_message(topic_name)
+        for partition in client.get_partitions(topic_name):
+            arrow = _arrow_refs(client, partition, "earliest", "latest")
+            assert _scanned(client, partition, "earliest", "latest") == arrow

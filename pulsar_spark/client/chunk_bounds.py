@@ -1,0 +1,120 @@
+"""Chunked messages at the edges of a bounded read: put together, waited for past the
+end, or given up on loudly.
+
+A chunked message belongs to the range that holds its first chunk: when the
+read's end falls between its chunks, the read goes on past the end for its
+remaining chunks (and only those), up to the reader's ``CHUNK_WAIT`` seconds
+after the last chunk came, and the next range, which starts after its first
+chunks, drops the rest as begun before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Protocol
+
+from ..protocol import PulsarApi_pb2 as pb
+from ..protocol.chunks import ChunkAssembler, ChunkedMessage, is_chunk
+from ..protocol.errors import ChunkError
+from .names import TopicName
+
+__all__ = ["ChunkBounds"]
+
+
+class _Reader(Protocol):
+    topic: TopicName
+    partition: int
+    CHUNK_WAIT: float
+
+
+class ChunkBounds:
+    """The chunked messages a reader is putting together.
+
+    Args:
+        reader: for its topic, its partition and its ``CHUNK_WAIT`` (read at
+            each use, so that a test may change it on the class).
+        log: where warnings about dropped messages go.
+    """
+
+    def __init__(self, reader: _Reader, log: logging.Logger) -> None:
+        self._reader = reader
+        self._log = log
+        self._assembler = ChunkAssembler()
+        #: When the last chunk came (how long a chunked message has been waited for).
+        self._chunk_at = 0.0
+
+    @property
+    def pending(self) -> int:
+        """Messages begun and not complete yet."""
+        return self._assembler.pending
+
+    @property
+    def max_message_size(self) -> int:
+        return self._assembler.max_message_size
+
+    def add(
+        self, ledger: int, entry_id: int, metadata: pb.MessageMetadata, payload: bytes | memoryview
+    ) -> ChunkedMessage | None:
+        """Take one chunk; the whole message once this was its last chunk.
+
+        Raises:
+            ChunkError: inconsistent chunks, or too many messages interleaved.
+        """
+        self._chunk_at = time.monotonic()
+        chunks = self._assembler
+        reader = self._reader
+        whole = chunks.add(ledger, entry_id, metadata, payload, partition=reader.partition)
+        if chunks.evicted:
+            msg = (
+                f"{reader.topic}: more than {chunks.max_pending} chunked messages "
+                f"interleaved; message {chunks.evicted[0]!r} would be lost"
+            )
+            raise ChunkError(msg, message_id=f"{ledger}:{entry_id}:{reader.partition}:-1")
+        return whole
+
+    def beyond_end(self, metadata: pb.MessageMetadata) -> bool:
+        """For an entry past the read's end: False when it is a missing chunk of a
+        message begun in the range (it is read all the same), True otherwise."""
+        chunks = self._assembler
+        if not (is_chunk(metadata) and metadata.uuid in chunks):
+            return True
+        if metadata.chunk_id == 0:
+            # The producer began that message again past the end: the next range
+            # reads it whole from there; the copy begun here is never completed.
+            chunks.discard(metadata.uuid)
+            return True
+        return False
+
+    def past_end_done(self) -> bool:
+        """An entry past the end came: whether the read is over (no message begun in
+        the range waits for chunks, or the wait is over: those are dropped)."""
+        if not self._assembler.pending:
+            return True
+        wait = self._reader.CHUNK_WAIT
+        if time.monotonic() - self._chunk_at > wait:
+            self.drop_incomplete(f"no further chunk came for {wait:.0f} s")
+            return True
+        return False
+
+    def nothing_to_wait_for(self) -> bool:
+        """The broker has nothing more: whether the read is over (no message begun in
+        the range waits for chunks, or the wait is over: those are dropped)."""
+        if not self._assembler.pending:
+            return True
+        # Chunks still to come for a message begun in the range: wait as long as a
+        # Pulsar consumer keeps an incomplete chunked message.
+        waited = time.monotonic() - self._chunk_at
+        if waited < self._reader.CHUNK_WAIT:
+            return False
+        self.drop_incomplete(f"no further chunk was published for {waited:.0f} s")
+        return True
+
+    def drop_incomplete(self, why: str) -> None:
+        """Give up on chunked messages that will not be completed, loudly."""
+        for name, (ledger, entry_id) in self._assembler.incomplete():
+            self._log.warning(
+                "%s: dropping chunked message %r (first chunk %d:%d): %s", self._reader.topic,
+                name, ledger, entry_id, why,
+            )
+        self._assembler.clear()

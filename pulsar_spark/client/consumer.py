@@ -1,0 +1,198 @@
+"""A reader's consumer on one connection: inbox, subscribe, seek, flow window, acks,
+last message id, close.
+
+:class:`ReaderConsumer` is one attachment of a non-durable Exclusive
+subscription; a reader makes a new one on every (re)subscribe.
+:class:`FlowWindow` counts flow permits: granted again at half the window,
+which grows to hold :attr:`FlowWindow.BATCHES_IN_FLIGHT` entries when batches
+are so large that few fit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+
+from ..protocol import PulsarApi_pb2 as pb
+from ..protocol import commands
+from ..protocol.errors import PulsarError, ServerError
+from ..protocol.framing import Frame
+from ..protocol.message_id import MessageId
+from .connection import Connection, Key, Kind
+from .lookup import LookupService
+from .names import TopicName
+
+__all__ = ["FlowWindow", "Inbox", "ReaderConsumer", "get_last_message_id"]
+
+log = logging.getLogger(__name__)
+T = pb.BaseCommand
+
+
+class Inbox:
+    """Frames the connection routes to one consumer, queued for the reading thread."""
+
+    def __init__(self) -> None:
+        self._frames: deque[Frame] = deque()
+        self._ready = threading.Condition()
+        self.error: PulsarError | None = None
+
+    def frame_received(self, frame: Frame) -> None:
+        with self._ready:
+            self._frames.append(frame)
+            self._ready.notify()
+
+    def connection_closed(self, error: PulsarError) -> None:
+        with self._ready:
+            self.error = error
+            self._ready.notify()
+
+    def get(self, timeout: float) -> Frame | None:
+        """The next frame; None after ``timeout``; the connection's error once drained."""
+        with self._ready:
+            if not self._frames and self.error is None:
+                self._ready.wait(timeout)
+            if self._frames:
+                return self._frames.popleft()
+            if self.error is not None:
+                raise self.error
+            return None
+
+
+def _is_no_messages(exc: ServerError) -> bool:
+    # pulsar-lite answers GetLastMessageId on an empty topic with this error,
+    # where Apache Pulsar returns entryId -1.
+    return "has no messages" in exc.broker_message
+
+
+def get_last_message_id(conn: Connection, consumer_id: int, topic: TopicName) -> MessageId | None:
+    """The id of the last message of the topic a consumer is on; None when it is empty."""
+    request = commands.get_last_message_id(conn.new_id(Kind.REQUEST), consumer_id)
+    try:
+        frame = conn.request(request)
+    except ServerError as exc:
+        if _is_no_messages(exc):
+            return None
+        raise
+    last = frame.command.getLastMessageIdResponse.last_message_id
+    message_id = MessageId.from_pb(last, partition=max(topic.partition, -1))
+    if message_id.entry < 0:
+        return None
+    return message_id
+
+
+class ReaderConsumer:
+    """A consumer on a non-durable Exclusive subscription, attached on one connection.
+
+    Use :meth:`subscribe`. Its frames queue in :attr:`inbox`.
+    """
+
+    def __init__(self, conn: Connection, key: Key, inbox: Inbox, topic: TopicName) -> None:
+        self.conn, self.key, self.inbox, self.topic = conn, key, inbox, topic
+
+    @property
+    def consumer_id(self) -> int:
+        return self.key.ident
+
+    @classmethod
+    def subscribe(
+        cls, lookup: LookupService, topic: TopicName, name: str, start: MessageId
+    ) -> ReaderConsumer:
+        """Look ``topic`` up and subscribe as ``name`` from entry ``start``."""
+        conn = lookup.connection_for(topic)
+        key = conn.new_key(Kind.CONSUMER)
+        inbox = Inbox()
+        # Register before SUBSCRIBE: messages may follow its SUCCESS at once.
+        conn.add_handler(key, inbox)
+        request = commands.subscribe(
+            conn.new_id(Kind.REQUEST), key.ident, topic=str(topic), subscription=name,
+            durable=False, earliest=start.is_earliest, start_message_id=start,
+        )
+        try:
+            conn.request(request)
+        except BaseException:
+            conn.remove_handler(key)
+            raise
+        return cls(conn, key, inbox, topic)
+
+    def seek_to_time(self, publish_time: int) -> bool:
+        """SEEK to ``publish_time``; whether the broker closed the consumer for it
+        (Apache Pulsar resets the cursor and closes the consumer: CLOSE_CONSUMER
+        before SUCCESS; the non-durable subscription stays, with its new position,
+        for a consumer that subscribes under the same name)."""
+        self.conn.request(
+            commands.seek_to_time(self.conn.new_id(Kind.REQUEST), self.consumer_id, publish_time)
+        )
+        closed = False
+        while (frame := self.inbox.get(0)) is not None:
+            if frame.command.type in (T.CLOSE_CONSUMER, T.TOPIC_MIGRATED):
+                closed = True
+        if closed:
+            self.detach()
+        return closed
+
+    def flow(self, permits: int) -> None:
+        self.conn.send_command(commands.flow(self.consumer_id, permits))
+
+    def acknowledge(self, ledger: int, entry: int) -> None:
+        """Cumulative ACK of entry ``ledger:entry``."""
+        self.conn.send_command(commands.ack_cumulative(self.consumer_id, MessageId(ledger, entry)))
+
+    def last_message_id(self) -> MessageId | None:
+        """The topic's last message id (see :func:`get_last_message_id`)."""
+        return get_last_message_id(self.conn, self.consumer_id, self.topic)
+
+    def detach(self) -> None:
+        """Stop routing frames to the inbox (the broker's consumer is gone or going)."""
+        self.conn.remove_handler(self.key)
+
+    def close(self) -> None:
+        """Detach and close the consumer on the broker; failures are only logged."""
+        self.detach()
+        conn = self.conn
+        if conn.closed:
+            return
+        try:
+            conn.request(commands.close_consumer(conn.new_id(Kind.REQUEST), self.consumer_id),
+                         timeout=5)
+        except PulsarError as exc:
+            log.debug("closing consumer on %s: %s", self.topic, exc)
+
+
+class FlowWindow:
+    """Flow permits (messages) outstanding, granted again at half the window.
+
+    Args:
+        size: the receiver queue size.
+    """
+
+    #: Entries the window holds at least (see :meth:`count`).
+    BATCHES_IN_FLIGHT = 4
+    #: Most messages the window grows to for large batches.
+    MAX_WINDOW = 50_000
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._used = 0
+
+    def restart(self) -> int:
+        """A fresh consumer: the permits to grant it (the whole window)."""
+        self._used = 0
+        return self.size
+
+    def count(self, used: int) -> int:
+        """Count one entry of ``used`` messages; the permits to grant now (0: none yet).
+
+        When an entry is so large that few fit, the window grows to hold
+        :attr:`BATCHES_IN_FLIGHT` of them (up to :attr:`MAX_WINDOW`), so that the
+        broker never waits for a FLOW between two entries.
+        """
+        self._used += used
+        want = min(self.BATCHES_IN_FLIGHT * used, self.MAX_WINDOW)
+        if want > self.size:  # grant the difference with the next FLOW
+            self._used += want - self.size
+            self.size = want
+        if self._used >= max(self.size // 2, 1):
+            permits, self._used = self._used, 0
+            return permits
+        return 0

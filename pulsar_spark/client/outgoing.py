@@ -1,0 +1,135 @@
+"""A producer's outgoing batches: queued messages sealed into one SEND (metadata,
+compression, chunks), kept until the broker confirms them.
+
+A batch of several messages carries ``num_messages_in_batch`` and the
+``highest_sequence_id``; a message sent alone copies its item metadata
+(properties, key, event time, tombstone flag) into the message metadata. A
+message whose (compressed) payload does not fit the message limit is split
+into chunks: one SEND per chunk (``is_chunk``), all sharing the message's
+sequence id and ``uuid``, each chunk's metadata plus payload within the limit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..columnar.rows import Item, encode_items, single_metadata
+from ..protocol import PulsarApi_pb2 as pb
+from ..protocol import commands
+from ..protocol.codecs import compress
+from ..protocol.errors import EncodeError
+from ..protocol.framing import encode_payload_command
+from .errors import ClientError
+
+__all__ = ["PendingBatch", "seal"]
+
+_ITEM_FIELDS = ("partition_key", "partition_key_b64_encoded", "event_time", "null_value")
+
+
+@dataclass(slots=True)
+class PendingBatch:
+    """One SEND (or the SENDs of one chunked message) awaiting its receipts."""
+
+    first: int
+    last: int
+    count: int
+    batched: bool
+    metadata: bytes
+    payload: bytes
+    #: (metadata, payload) of each chunk of a chunked message; None otherwise.
+    chunks: list[tuple[bytes, bytes]] | None = None
+    #: chunks whose receipt came (receipts arrive in order).
+    chunks_confirmed: int = 0
+
+    def frames(self, producer_id: int) -> list[bytes]:
+        """The frames to (re)send, for the producer's current id (chunks not yet
+        confirmed only)."""
+        command = commands.send(
+            producer_id, sequence_id=self.first, num_messages=self.count,
+            highest_sequence_id=self.last if self.batched else None,
+            is_chunk=self.chunks is not None,
+        )
+        if self.chunks is None:
+            return [encode_payload_command(command, self.metadata, self.payload)]
+        return [
+            encode_payload_command(command, metadata, payload)
+            for metadata, payload in self.chunks[self.chunks_confirmed :]
+        ]
+
+
+def seal(
+    items: list[Item],
+    *,
+    producer: str,
+    topic: str,
+    batched: bool,
+    codec: int,
+    limit: int,
+    chunking: bool,
+) -> PendingBatch:
+    """Seal queued items (consecutive ids unless given explicitly) into a batch, or
+    one message alone when not ``batched``; chunked when it exceeds ``limit``.
+
+    Raises:
+        EncodeError: a batch over the limit (the producer keeps batches within it).
+        ClientError: a message over the limit with ``chunking`` off, or metadata
+            that alone exceeds it.
+    """
+    first, last = items[0][0], items[-1][0]
+    count = len(items)
+    meta = pb.MessageMetadata(
+        producer_name=producer, sequence_id=first, publish_time=int(time.time() * 1000),
+    )
+    if batched:
+        payload = encode_items(items)
+        meta.num_messages_in_batch = count
+        meta.highest_sequence_id = last
+    else:
+        smm = single_metadata(items[0])
+        payload = items[0][3]
+        meta.properties.extend(smm.properties)
+        for name in _ITEM_FIELDS:
+            if smm.HasField(name):
+                setattr(meta, name, getattr(smm, name))
+    if codec:
+        meta.compression = codec  # type: ignore[assignment]
+        meta.uncompressed_size = len(payload)
+        payload = compress(codec, payload)
+    metadata = meta.SerializeToString()
+    batch = PendingBatch(first, last, count, batched, metadata, payload)
+    if len(metadata) + len(payload) > limit:
+        if batched:  # send() keeps batches within the limit
+            msg = f"producer {producer} on {topic}: a batch outgrew the message limit"
+            raise EncodeError(msg)
+        if not chunking:
+            msg = (
+                f"producer {producer} on {topic}: message {meta.sequence_id} is "
+                f"{len(payload)} bytes, over the {limit}-byte message limit, and chunking "
+                "is off"
+            )
+            raise ClientError(msg)
+        batch.chunks = _chunks(meta, payload, limit, f"producer {producer} on {topic}")
+    return batch
+
+
+def _chunks(
+    meta: pb.MessageMetadata, payload: bytes, limit: int, who: str
+) -> list[tuple[bytes, bytes]]:
+    """Split one message into chunks whose metadata + payload fit the limit."""
+    meta.uuid = f"{meta.producer_name}-{meta.sequence_id}"
+    meta.total_chunk_msg_size = len(payload)
+    meta.num_chunks_from_msg = 1
+    meta.chunk_id = 0
+    # Chunk metadata only grows by the varints of the chunk fields: leave room.
+    room = limit - meta.ByteSize() - 32
+    if room < 1:
+        msg = f"{who}: metadata alone exceeds {limit} bytes"
+        raise ClientError(msg)
+    count = -(-len(payload) // room)
+    meta.num_chunks_from_msg = count
+    chunks = []
+    for i in range(count):
+        meta.chunk_id = i
+        chunks.append((meta.SerializeToString(), payload[i * room : (i + 1) * room]))
+    return chunks

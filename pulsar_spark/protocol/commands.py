@@ -1,0 +1,258 @@
+"""Command builders: every ``BaseCommand`` the client sends, built in one place (no I/O).
+
+Each function takes the ids the command carries (a ``request_id`` for those the
+broker answers, a ``consumer_id`` or ``producer_id`` for those it routes) and
+its arguments, and returns the ``BaseCommand`` ready for
+:func:`~.framing.encode_command`. :data:`ANSWERS` says which command type
+answers each request, so a connection can refuse any other::
+
+    PARTITIONED_METADATA      -> PARTITIONED_METADATA_RESPONSE
+    LOOKUP                    -> LOOKUP_RESPONSE
+    GET_TOPICS_OF_NAMESPACE   -> GET_TOPICS_OF_NAMESPACE_RESPONSE
+    GET_LAST_MESSAGE_ID       -> GET_LAST_MESSAGE_ID_RESPONSE
+    PRODUCER                  -> PRODUCER_SUCCESS
+    SUBSCRIBE, SEEK, UNSUBSCRIBE, CLOSE_CONSUMER, CLOSE_PRODUCER -> SUCCESS
+
+ERROR may answer any request; it is not listed.
+"""
+
+from __future__ import annotations
+
+from . import PulsarApi_pb2 as pb
+from .message_id import MessageId
+
+__all__ = [
+    "ANSWERS",
+    "CommandType",
+    "ack_cumulative",
+    "auth_response",
+    "close_consumer",
+    "close_producer",
+    "connect",
+    "flow",
+    "get_last_message_id",
+    "lookup",
+    "partitioned_metadata",
+    "ping",
+    "pong",
+    "producer",
+    "seek_to_time",
+    "send",
+    "subscribe",
+    "topics_of_namespace",
+    "unsubscribe",
+]
+
+T = pb.BaseCommand
+#: A ``BaseCommand.Type`` value.
+CommandType = int
+
+ANSWERS: dict[CommandType, CommandType] = {
+    T.PARTITIONED_METADATA: T.PARTITIONED_METADATA_RESPONSE,
+    T.LOOKUP: T.LOOKUP_RESPONSE,
+    T.GET_TOPICS_OF_NAMESPACE: T.GET_TOPICS_OF_NAMESPACE_RESPONSE,
+    T.GET_LAST_MESSAGE_ID: T.GET_LAST_MESSAGE_ID_RESPONSE,
+    T.PRODUCER: T.PRODUCER_SUCCESS,
+    T.SUBSCRIBE: T.SUCCESS,
+    T.SEEK: T.SUCCESS,
+    T.UNSUBSCRIBE: T.SUCCESS,
+    T.CLOSE_CONSUMER: T.SUCCESS,
+    T.CLOSE_PRODUCER: T.SUCCESS,
+}
+
+
+# -- connection ---------------------------------------------------------------------------
+
+
+def connect(
+    *,
+    client_version: str,
+    protocol_version: int,
+    auth_method_name: str | None = None,
+    auth_data: bytes | None = None,
+    proxy_to_broker_url: str | None = None,
+) -> pb.BaseCommand:
+    """CONNECT, announcing auth refresh and broker entry metadata support."""
+    command = pb.CommandConnect(
+        client_version=client_version,
+        protocol_version=protocol_version,
+        feature_flags=pb.FeatureFlags(
+            supports_auth_refresh=True, supports_broker_entry_metadata=True
+        ),
+    )
+    if auth_method_name is not None:
+        command.auth_method_name = auth_method_name
+    if auth_data is not None:
+        command.auth_data = auth_data
+    if proxy_to_broker_url:
+        command.proxy_to_broker_url = proxy_to_broker_url
+    return T(type=T.CONNECT, connect=command)
+
+
+def auth_response(
+    *, client_version: str, protocol_version: int, auth_method_name: str, auth_data: bytes
+) -> pb.BaseCommand:
+    """AUTH_RESPONSE to a broker's AUTH_CHALLENGE, with fresh credentials."""
+    response = pb.CommandAuthResponse(
+        client_version=client_version,
+        protocol_version=protocol_version,
+        response=pb.AuthData(auth_method_name=auth_method_name, auth_data=auth_data),
+    )
+    return T(type=T.AUTH_RESPONSE, authResponse=response)
+
+
+def ping() -> pb.BaseCommand:
+    return T(type=T.PING, ping=pb.CommandPing())
+
+
+def pong() -> pb.BaseCommand:
+    return T(type=T.PONG, pong=pb.CommandPong())
+
+
+# -- discovery ----------------------------------------------------------------------------
+
+
+def partitioned_metadata(request_id: int, topic: str) -> pb.BaseCommand:
+    request = pb.CommandPartitionedTopicMetadata(topic=topic, request_id=request_id)
+    return T(type=T.PARTITIONED_METADATA, partitionMetadata=request)
+
+
+def lookup(
+    request_id: int, topic: str, *, authoritative: bool = False, listener_name: str | None = None
+) -> pb.BaseCommand:
+    request = pb.CommandLookupTopic(
+        topic=topic, request_id=request_id, authoritative=authoritative
+    )
+    if listener_name:
+        request.advertised_listener_name = listener_name
+    return T(type=T.LOOKUP, lookupTopic=request)
+
+
+def topics_of_namespace(request_id: int, namespace: str) -> pb.BaseCommand:
+    """GET_TOPICS_OF_NAMESPACE for persistent topics (no pattern: callers filter)."""
+    request = pb.CommandGetTopicsOfNamespace(
+        request_id=request_id,
+        namespace=namespace,
+        mode=pb.CommandGetTopicsOfNamespace.PERSISTENT,
+    )
+    return T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=request)
+
+
+# -- consumers ----------------------------------------------------------------------------
+
+
+def subscribe(
+    request_id: int,
+    consumer_id: int,
+    *,
+    topic: str,
+    subscription: str,
+    durable: bool,
+    earliest: bool,
+    start_message_id: MessageId | None = None,
+    consumer_name: str | None = None,
+) -> pb.BaseCommand:
+    """SUBSCRIBE, Exclusive; ``earliest`` picks the initial position of a new
+    subscription; ``start_message_id`` (entry level) places a non-durable one."""
+    command = pb.CommandSubscribe(
+        topic=topic,
+        subscription=subscription,
+        subType=pb.CommandSubscribe.Exclusive,
+        consumer_id=consumer_id,
+        request_id=request_id,
+        durable=durable,
+        initialPosition=(
+            pb.CommandSubscribe.Earliest if earliest else pb.CommandSubscribe.Latest
+        ),
+    )
+    if start_message_id is not None:
+        command.start_message_id.CopyFrom(start_message_id.to_pb(with_batch_index=False))
+    if consumer_name is not None:
+        command.consumer_name = consumer_name
+    return T(type=T.SUBSCRIBE, subscribe=command)
+
+
+def seek_to_time(request_id: int, consumer_id: int, publish_time: int) -> pb.BaseCommand:
+    """SEEK a subscription to the first message published at or after ``publish_time`` (ms)."""
+    seek = pb.CommandSeek(
+        consumer_id=consumer_id, request_id=request_id, message_publish_time=publish_time
+    )
+    return T(type=T.SEEK, seek=seek)
+
+
+def flow(consumer_id: int, permits: int) -> pb.BaseCommand:
+    return T(type=T.FLOW, flow=pb.CommandFlow(consumer_id=consumer_id, messagePermits=permits))
+
+
+def ack_cumulative(consumer_id: int, message_id: MessageId) -> pb.BaseCommand:
+    """ACK (Cumulative) of the entry of ``message_id`` (its batch index is not sent)."""
+    ack = pb.CommandAck(
+        consumer_id=consumer_id,
+        ack_type=pb.CommandAck.Cumulative,
+        message_id=[message_id.to_pb(with_batch_index=False)],
+    )
+    return T(type=T.ACK, ack=ack)
+
+
+def get_last_message_id(request_id: int, consumer_id: int) -> pb.BaseCommand:
+    request = pb.CommandGetLastMessageId(consumer_id=consumer_id, request_id=request_id)
+    return T(type=T.GET_LAST_MESSAGE_ID, getLastMessageId=request)
+
+
+def close_consumer(request_id: int, consumer_id: int) -> pb.BaseCommand:
+    close = pb.CommandCloseConsumer(consumer_id=consumer_id, request_id=request_id)
+    return T(type=T.CLOSE_CONSUMER, close_consumer=close)
+
+
+def unsubscribe(request_id: int, consumer_id: int) -> pb.BaseCommand:
+    request = pb.CommandUnsubscribe(consumer_id=consumer_id, request_id=request_id)
+    return T(type=T.UNSUBSCRIBE, unsubscribe=request)
+
+
+# -- producers ----------------------------------------------------------------------------
+
+
+def producer(
+    request_id: int,
+    producer_id: int,
+    *,
+    topic: str,
+    epoch: int,
+    producer_name: str | None,
+    user_provided_name: bool,
+) -> pb.BaseCommand:
+    """PRODUCER; ``producer_name`` None lets the broker name it."""
+    command = pb.CommandProducer(
+        topic=topic,
+        producer_id=producer_id,
+        request_id=request_id,
+        epoch=epoch,
+        user_provided_producer_name=user_provided_name,
+    )
+    if producer_name:
+        command.producer_name = producer_name
+    return T(type=T.PRODUCER, producer=command)
+
+
+def send(
+    producer_id: int,
+    *,
+    sequence_id: int,
+    num_messages: int,
+    highest_sequence_id: int | None = None,
+    is_chunk: bool = False,
+) -> pb.BaseCommand:
+    """SEND (the frame's metadata and payload are added when it is encoded)."""
+    command = pb.CommandSend(
+        producer_id=producer_id, sequence_id=sequence_id, num_messages=num_messages
+    )
+    if highest_sequence_id is not None:
+        command.highest_sequence_id = highest_sequence_id
+    if is_chunk:
+        command.is_chunk = True
+    return T(type=T.SEND, send=command)
+
+
+def close_producer(request_id: int, producer_id: int) -> pb.BaseCommand:
+    close = pb.CommandCloseProducer(producer_id=producer_id, request_id=request_id)
+    return T(type=T.CLOSE_PRODUCER, close_producer=close)
