@@ -19,24 +19,6 @@ from pulsar_spark.protocol import (
 )
 from pulsar_spark.protocol.message_id import MessageId
 
-__all__ = [
-    "CODECS",
-    "U64",
-    "Item",
-    "Built",
-    "codecs",
-    "texts",
-    "properties",
-    "items",
-    "item_lists",
-    "message_ids",
-    "ack_sets",
-    "ack_set_from_acked",
-    "metadata_base",
-    "build_entry",
-    "built_entries",
-]
-
 U64 = (1 << 64) - 1
 INT64_MAX = (1 << 63) - 1
 CODECS = (pb.NONE, pb.LZ4, pb.ZLIB, pb.ZSTD, pb.SNAPPY)

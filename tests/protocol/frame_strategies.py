@@ -18,21 +18,6 @@ from pulsar_spark.protocol import (
 from pulsar_spark.protocol.message_id import to_unsigned64
 from tests.protocol.entry_strategies import Built, built_entries, ledger_entry_numbers
 
-__all__ = [
-    "FrameCase",
-    "message_command",
-    "send_command",
-    "raw_payload_frame",
-    "message_frames",
-    "send_frames",
-    "payload_frames",
-    "split_points",
-    "pieces",
-    "message_dict",
-    "decode_stream",
-]
-
-
 # ---------------------------------------------------------------------------
 # Frames
 # ---------------------------------------------------------------------------

@@ -22,14 +22,6 @@ from tests.protocol.entry_strategies import (
 )
 from tests.protocol.frame_strategies import FrameCase, message_command, send_command
 
-__all__ = [
-    "random_item",
-    "random_built",
-    "random_frame",
-    "random_cuts",
-    "seeded",
-]
-
 T = TypeVar("T")
 
 
