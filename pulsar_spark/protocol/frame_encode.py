@@ -25,13 +25,12 @@ from . import PulsarApi_pb2 as pb
 from .errors import EncodeError
 from .frame_format import (
     FIELD_BY_TYPE,
-    MAGIC_BROKER_ENTRY_METADATA,
-    MAGIC_CRC32C,
-    MAGIC_SIZE,
     PAYLOAD_TYPES,
     SIZE_PREFIX,
     SIZES,
     U32,
+    broker_entry_block,
+    checksum_block,
     command_name,
     missing_body,
 )
@@ -82,8 +81,7 @@ def encode_payload_command(
     checksum = crc32c(payload, crc32c(meta_part))
     head = b""
     if broker_entry_metadata is not None:
-        bem = _serialize(broker_entry_metadata)
-        head = MAGIC_SIZE.pack(MAGIC_BROKER_ENTRY_METADATA, len(bem)) + bem
+        head = broker_entry_block(_serialize(broker_entry_metadata))
     total = 4 + len(body) + len(head) + 6 + len(meta_part) + len(payload)
     # The limit counts the whole frame, size prefix included, as the decoder does.
     if max_frame_size is not None and total + SIZE_PREFIX > max_frame_size:
@@ -97,7 +95,7 @@ def encode_payload_command(
             SIZES.pack(total, len(body)),
             body,
             head,
-            MAGIC_SIZE.pack(MAGIC_CRC32C, checksum),
+            checksum_block(checksum),
             meta_part,
             payload,
         )

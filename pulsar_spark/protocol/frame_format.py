@@ -25,6 +25,8 @@ __all__ = [
     "subcommand",
     "frame_limit_for",
     "missing_body",
+    "checksum_block",
+    "broker_entry_block",
 ]
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -43,6 +45,16 @@ SIZE_PREFIX = U32.size
 
 #: Command types whose frame carries metadata and a payload.
 PAYLOAD_TYPES = frozenset({pb.BaseCommand.SEND, pb.BaseCommand.MESSAGE})
+
+
+def checksum_block(crc: int) -> bytes:
+    """The ``0x0e01 crc32c:u32`` block that precedes ``metadata_size``."""
+    return MAGIC_SIZE.pack(MAGIC_CRC32C, crc)
+
+
+def broker_entry_block(serialized: bytes) -> bytes:
+    """The ``0x0e02 size:u32 BrokerEntryMetadata`` block a broker puts first."""
+    return MAGIC_SIZE.pack(MAGIC_BROKER_ENTRY_METADATA, len(serialized)) + serialized
 
 
 def frame_limit_for(max_message_size: int) -> int:
