@@ -17,8 +17,14 @@ from pulsar_spark.protocol import (
 
 def _chunk_meta(chunk_id: int, count: int, total: int, uuid: str = "prod-1", **kw: object):
     return pb.MessageMetadata(
-        producer_name="prod", sequence_id=1, publish_time=1000, uuid=uuid, chunk_id=chunk_id,
-        num_chunks_from_msg=count, total_chunk_msg_size=total, **kw,
+        producer_name="prod",
+        sequence_id=1,
+        publish_time=1000,
+        uuid=uuid,
+        chunk_id=chunk_id,
+        num_chunks_from_msg=count,
+        total_chunk_msg_size=total,
+        **kw,
     )
 
 
@@ -115,8 +121,14 @@ def test_later_chunk_disagreeing_with_the_first_raises() -> None:
     [
         _chunk_meta(2, 2, 10),  # chunk id beyond the count
         _chunk_meta(-1, 2, 10),
-        pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1, chunk_id=0,
-                           num_chunks_from_msg=2, total_chunk_msg_size=2),  # no uuid
+        pb.MessageMetadata(
+            producer_name="p",
+            sequence_id=1,
+            publish_time=1,
+            chunk_id=0,
+            num_chunks_from_msg=2,
+            total_chunk_msg_size=2,
+        ),  # no uuid
     ],
     ids=["id-too-big", "id-negative", "no-uuid"],
 )

@@ -169,8 +169,8 @@ def test_corrupted_checksum(tmp_path: Path, golden_scenarios, capsys) -> None:
 
 
 def test_corrupted_payload_without_checksum_names_the_message(
-    tmp_path: Path, golden_scenarios
-, capsys) -> None:
+    tmp_path: Path, golden_scenarios, capsys
+) -> None:
     # A payload that passes framing (here: a checksum that matches the garbage)
     # fails in decompression; the error names the frame and the message id.
     (golden,) = [s for s in golden_scenarios if s.name == "batch-ZSTD"]
