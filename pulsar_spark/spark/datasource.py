@@ -20,6 +20,8 @@ see :mod:`pulsar_spark.spark.options`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .compat import MINIMUM_SPARK, require_spark
 
 require_spark("pulsar_spark.PulsarDataSource (the Python Data Source API)", MINIMUM_SPARK)
@@ -32,6 +34,10 @@ from .errors import PulsarOptionError, PulsarSchemaError, PulsarWriteError  # no
 from .options import PulsarOptions, Scope, parse_options  # noqa: E402
 from .reader import PulsarBatchReader  # noqa: E402
 from .writer import PulsarArrowWriter, check_columns  # noqa: E402
+
+if TYPE_CHECKING:  # loaded on first use: they need pyspark features a read does not
+    from .stream_reader import PulsarStreamReader
+    from .stream_writer import PulsarStreamWriter
 
 __all__ = ["SPARK_SCHEMA", "PulsarDataSource"]
 
@@ -92,14 +98,14 @@ class PulsarDataSource(DataSource):
         check_columns(schema, self.parsed)
         return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()))
 
-    def streamReader(self, schema: StructType):
+    def streamReader(self, schema: StructType) -> PulsarStreamReader:
         from .stream_reader import PulsarStreamReader
 
         self._check_read(schema, Scope.STREAM_READ)
         # Streams start at the end by default, as Kafka's source does.
         return PulsarStreamReader(self.parsed.for_stream_read())
 
-    def streamWriter(self, schema: StructType, overwrite: bool):
+    def streamWriter(self, schema: StructType, overwrite: bool) -> PulsarStreamWriter:
         from .stream_writer import PulsarStreamWriter
 
         if overwrite:

@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from ..protocol.position import Position
 from .errors import PulsarOptionError
@@ -174,8 +175,8 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
         raise PulsarOptionError(option="endingTime", message="is before startingTime")
     fields = {o.field: values[o.name] for o in OPTIONS if o.field is not None}
     fields["auth"] = auth_spec(
-        values[_PLUGIN],
-        values[_PARAMS],  # type: ignore[arg-type]
+        cast("str | None", values[_PLUGIN]),
+        cast("str | None", values[_PARAMS]),
         plugin_name=_PLUGIN,
         params_name=_PARAMS,
     )

@@ -2,10 +2,12 @@
 
 A :class:`PartitionRange` is one topic partition (or non-partitioned topic)
 between two :class:`~pulsar_spark.protocol.position.Position`\\ s: ``earliest``,
-``latest``, a message id (``from:L:E:P:B``, batch -1: the whole entry) or a
-publish time (``time:<epoch ms>``, the first message published at or after
-it). They pickle small. The start is inclusive; the end is inclusive when
-``end_inclusive`` (``latest`` always is) and exclusive otherwise, so that
+``latest``, a message id (``from:L:E:P:B`` or ``after:L:E:P:B``, batch -1: the
+whole entry) or a publish time (``time:<epoch ms>``, the first message
+published at or after it). They pickle small. The start is the first position
+read and the end the first position not read (``from:X`` stops before X,
+``after:X`` after it, ``time:T`` before the first message published at or
+after T, ``latest`` after the last message when the read starts), so that
 ranges that share a boundary never overlap.
 
 Planning (:func:`plan_ranges`) lists the topics and their partitions and
@@ -20,7 +22,6 @@ Splitting a range for ``minPartitions`` is :mod:`.splits`'s.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -31,10 +32,10 @@ import pyarrow as pa
 from ..client import PulsarClient
 from ..client.errors import ClientError, OperationTimeout
 from ..protocol.message_id import MessageId
-from ..protocol.position import Position
+from ..protocol.position import InvalidPosition, Position
 from ..protocol.topics import PARTITION_SUFFIX, base_topic
 from .errors import DataLossError, PulsarOptionError
-from .options import PulsarOptions, pattern_parts
+from .options import OffsetSpec, PulsarOptions, pattern_parts
 
 __all__ = [
     "DataLossError",
@@ -47,38 +48,34 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _EARLIEST, _LATEST = Position.earliest(), Position.latest()
 
 
 @dataclass(frozen=True)
 class PartitionRange:
     """One partition between two positions (see the module docstring); positions
-    given as text are parsed."""
+    given as text are parsed. ``end_inclusive``, whether the message ``end`` names is
+    read (``after:`` and ``latest`` ends), follows from ``end``: given, it must agree."""
 
     topic: str
     start: Position = _EARLIEST
     end: Position = _LATEST
-    end_inclusive: bool = True
+    end_inclusive: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("start", "end"):
             value = getattr(self, name)
             if isinstance(value, str):
                 object.__setattr__(self, name, Position.parse(value, what=name))
+        inclusive = self.end.kind in ("after", "latest")
+        if self.end_inclusive not in (None, inclusive):
+            msg = f"a range ending at {self.end} {'reads' if inclusive else 'stops before'} it"
+            raise InvalidPosition(msg)
+        object.__setattr__(self, "end_inclusive", inclusive)
 
     def __str__(self) -> str:
         close = "]" if self.end_inclusive else ")"
         return f"{self.topic}[{self.start}, {self.end}{close}"
-
-
-def _client_bound(position: Position) -> str | MessageId | dt.datetime:
-    """A position as :meth:`PulsarClient.read_batches` takes it."""
-    if position.time_ms is not None:
-        return _EPOCH + dt.timedelta(milliseconds=position.time_ms)
-    if position.message_id is not None:
-        return position.message_id
-    return position.kind
 
 
 def read_positions(
@@ -87,18 +84,15 @@ def read_positions(
     start: Position,
     end: Position,
     *,
-    end_inclusive: bool,
     receiver_queue_size: int,
     batch_rows: int,
     missing_start: Callable[[MessageId, MessageId], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of ``topic`` from ``start`` (``after:`` excludes its message) to ``end``."""
+    """The rows of ``topic`` from ``start`` up to ``end`` (see the module docstring)."""
     return client.read_batches(
         topic,
-        _client_bound(start),
-        _client_bound(end),
-        start_inclusive=start.inclusive,
-        end_inclusive=end_inclusive,
+        start,
+        end,
         receiver_queue_size=receiver_queue_size,
         batch_rows=batch_rows,
         missing_start=missing_start,
@@ -135,17 +129,12 @@ def resolve_topics(client: PulsarClient, options: PulsarOptions) -> list[str]:
 
 
 def _offset_for(
-    option: str,
-    spec_items: tuple[dict, dict],
-    topic: str,
-    partition: int,
-    partitioned: bool,
+    option: str, spec: OffsetSpec, topic: str, partition: int, partitioned: bool
 ) -> Position | None:
     """The position ``startingOffsets``/``endingOffsets`` give one partition, if any."""
-    by_topic, by_partition = spec_items
-    position: Position | None = by_partition.get((topic, partition))
+    position = dict(spec.by_partition).get((topic, partition))
     if position is None:
-        position = by_topic.get(topic)
+        position = dict(spec.by_topic).get(topic)
         if position is not None and partitioned and position.message_id is not None:
             named = position.message_id.partition
             if named < 0:
@@ -171,38 +160,31 @@ def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionR
     """One range per partition of every topic read, bounds applied."""
     topics = resolve_topics(client, options)
     starting, ending = options.starting_offsets, options.ending_offsets
-    start_items = (dict(starting.by_topic), dict(starting.by_partition))
-    end_items = (dict(ending.by_topic), dict(ending.by_partition))
-    known: set = set()
+    known: set[tuple[str, int]] = set()  # (topic, partition), -1 for the topic itself
     ranges = []
     for topic in topics:
         partitions = client.get_partitions(topic)
         partitioned = partitions != [topic]
-        known.add(("t", topic))
+        known.add((topic, -1))
         for name in partitions:
             index = base_topic(name)[1] if partitioned else -1
-            known.add(("p", topic, index))
+            known.add((topic, index))
             start = (
                 options.starting_time
-                or _offset_for("startingOffsets", start_items, topic, index, partitioned)
+                or _offset_for("startingOffsets", starting, topic, index, partitioned)
                 or starting.default
             )
-            if options.ending_time is not None:
-                end, inclusive = options.ending_time, False
-            else:
-                end = (
-                    _offset_for("endingOffsets", end_items, topic, index, partitioned)
-                    or ending.default
-                )
-                inclusive = end.kind == "latest"
-            ranges.append(PartitionRange(name, start, end, inclusive))
+            end = (
+                options.ending_time
+                or _offset_for("endingOffsets", ending, topic, index, partitioned)
+                or ending.default
+            )
+            ranges.append(PartitionRange(name, start, end))
     for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
-        keys = [("t", t) for t, _ in spec.by_topic] + [
-            ("p", t, p) for (t, p), _ in spec.by_partition
-        ]
-        for key in keys:
-            if key not in known:
-                what = key[1] if key[0] == "t" else f"partition {key[2]} of {key[1]}"
+        keys = [(t, -1) for t, _ in spec.by_topic] + [key for key, _ in spec.by_partition]
+        for topic, index in keys:
+            if (topic, index) not in known:
+                what = topic if index < 0 else f"partition {index} of {topic}"
                 msg = f"names {what}, which this read does not include (topics: {topics})"
                 raise PulsarOptionError(option, msg)
     return ranges
@@ -229,7 +211,6 @@ def read_range(
         part.topic,
         part.start,
         part.end,
-        end_inclusive=part.end_inclusive,
         receiver_queue_size=options.receiver_queue_size,
         batch_rows=batch_rows,
         missing_start=missing_start,

@@ -35,11 +35,10 @@ class PulsarInputPartition(InputPartition):
     topic: str
     start: Position
     end: Position
-    end_inclusive: bool
 
     @property
     def range(self) -> PartitionRange:
-        return PartitionRange(self.topic, self.start, self.end, self.end_inclusive)
+        return PartitionRange(self.topic, self.start, self.end)
 
 
 class PulsarBatchReader(DataSourceReader):
@@ -54,7 +53,7 @@ class PulsarBatchReader(DataSourceReader):
             ranges = plan_ranges(client, options)
             if options.min_partitions is not None:
                 ranges = split_ranges(client, ranges, options.min_partitions)
-        return [PulsarInputPartition(r.topic, r.start, r.end, r.end_inclusive) for r in ranges]
+        return [PulsarInputPartition(r.topic, r.start, r.end) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PulsarInputPartition):  # no topic had a partition

@@ -10,20 +10,19 @@
   entries too.
 
 Each boundary ends one piece (exclusive) and starts the next (inclusive).
-Each range is probed first: its first message (id and publish time) and the
-message it stops at.
+Each range is probed first: its first message (id and publish time, from the
+client's id-level :meth:`~PulsarClient.first_message`, which builds no rows)
+and the message it stops at.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from ..client import PulsarClient
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
-from .ranges import PartitionRange, read_positions
+from .ranges import PartitionRange
 
 __all__ = ["split_ranges"]
 
@@ -44,35 +43,14 @@ class _Probe:
         return max(self.stop.entry - self.first.entry + 1, 1)
 
 
-def _first_row(client: PulsarClient, part: PartitionRange) -> tuple[MessageId, int] | None:
-    batches = read_positions(
-        client,
-        part.topic,
-        part.start,
-        part.end,
-        end_inclusive=part.end_inclusive,
-        receiver_queue_size=1,
-        batch_rows=1,
-    )
-    try:
-        for batch in batches:
-            if batch.num_rows:
-                mid = MessageId.parse(batch.column("messageId")[0].as_py())
-                when = batch.column("publishTime").cast(pa.int64())[0].as_py() // 1000
-                return mid, when
-        return None
-    finally:
-        batches.close()  # type: ignore[attr-defined]
-
-
 def _probe(client: PulsarClient, part: PartitionRange) -> _Probe | None:
-    first = _first_row(client, part)
+    first = client.first_message(part.topic, part.start, part.end)
     if first is None:
         return None
     stop: MessageId | None = None
     inclusive = True
     if part.end.message_id is not None:
-        stop, inclusive = part.end.message_id, part.end_inclusive
+        stop, inclusive = part.end.message_id, part.end.kind == "after"
     elif part.end.time_ms is not None:
         stop = client.message_id_at_time(part.topic, part.end.time_ms)
         inclusive = False
@@ -97,10 +75,9 @@ def _entry_boundaries(probe: _Probe, pieces: int) -> list[MessageId]:
 def _time_boundaries(
     client: PulsarClient, part: PartitionRange, probe: _Probe, pieces: int
 ) -> list[MessageId]:
-    stop_entry = Position.at(
-        MessageId(probe.stop.ledger, probe.stop.entry, probe.first.partition, -1)
-    )
-    last = _first_row(client, PartitionRange(part.topic, stop_entry, stop_entry))
+    stop_entry = MessageId(probe.stop.ledger, probe.stop.entry, probe.first.partition, -1)
+    # The publish time of the last entry: its first message (ids only, no rows built).
+    last = client.first_message(part.topic, Position.at(stop_entry), Position.after(stop_entry))
     if last is None or last[1] <= probe.first_ms:
         return []
     first_key = (probe.first.ledger, probe.first.entry)
@@ -167,8 +144,6 @@ def split_ranges(
         else:
             cuts = _time_boundaries(client, part, probe, pieces)
         starts = [part.start] + [Position.at(c) for c in cuts]
-        ends = [(Position.at(c), False) for c in cuts] + [(part.end, part.end_inclusive)]
-        out.extend(
-            PartitionRange(part.topic, s, e, inc) for s, (e, inc) in zip(starts, ends, strict=True)
-        )
+        ends = [Position.at(c) for c in cuts] + [part.end]
+        out.extend(PartitionRange(part.topic, s, e) for s, e in zip(starts, ends, strict=True))
     return out

@@ -22,6 +22,7 @@ reads up to the latest positions of the moment it starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,7 +114,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets ---------------------------------------------------------------------
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, str]:
         """Where a new query starts: ``startingOffsets`` / ``startingTime`` per
         partition (``latest`` by default for streams), resolved now."""
         client = self.client
@@ -161,16 +162,16 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """``Trigger.AvailableNow``: stop at what is there now."""
         self._target = self._latest_positions({})
 
-    def getDefaultReadLimit(self):
+    def getDefaultReadLimit(self) -> ReadLimit:
         rows = self.options.max_records_per_trigger
         if rows is None:
             return ReadAllAvailable()
         return ReadMaxRows(rows)
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, str] | None:
         return None if self._latest is None else dump_offsets(self._latest)
 
-    def _latest_offset(self, start: Offsets, limit: object) -> dict:
+    def _latest_offset(self, start: Offsets, limit: object) -> dict[str, str]:
         if self._target is not None:
             latest = dict(self._target)
             for topic, position in start.items():
@@ -185,12 +186,12 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     if ADMISSION_CONTROL:
 
-        def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
             return self._latest_offset(parse_offsets(start), limit)
 
     else:  # pragma: no cover - Spark 4.0/4.1 call latestOffset() with no arguments
 
-        def latestOffset(self) -> dict:  # type: ignore[override]
+        def latestOffset(self) -> dict[str, str]:  # type: ignore[misc]
             return self._latest_offset(self._latest or {}, None)
 
     def _log_lag(self, start: Offsets, latest: Offsets) -> None:
@@ -233,23 +234,16 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, topic: str, start: Position, end: Position, rows: int
     ) -> tuple[int, Position, bool]:
         """Rows from ``start`` towards ``end``, at most ``rows``: (count, position after
-        the last one, whether ``end`` was reached)."""
-        counted = 0
-        batches = _read(self.client, topic, start, end, self.options, batch_rows=min(rows, 10_000))
-        try:
-            for batch in batches:
-                if counted + batch.num_rows >= rows:
-                    last = MessageId.parse(batch.column("messageId")[rows - counted - 1].as_py())
-                    exhausted = counted + batch.num_rows == rows and reaches(last, end)
-                    return rows, Position.after(last), exhausted
-                counted += batch.num_rows
-        finally:
-            batches.close()  # type: ignore[attr-defined]
-        return counted, end, True
+        the last one, whether ``end`` was reached). Message ids only: no rows are built."""
+        with contextlib.closing(self.client.scan_ids(topic, start, end, limit=rows)) as refs:
+            ids = [ref.message_id for ref in refs]
+        if len(ids) < rows:
+            return len(ids), end, True
+        return rows, Position.after(ids[-1]), reaches(ids[-1], end)
 
     # -- planning and reading --------------------------------------------------------------
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[InputPartition]:
         first, last = parse_offsets(start), parse_offsets(end)
         return [
             PulsarStreamPartition(topic, first.get(topic, EARLIEST), last[topic])
@@ -271,7 +265,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 batch_rows=BATCH_ROWS,
             )
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, str]) -> None:
         """Move the durable ``subscriptionName`` (when given) to ``end``."""
         name = self.options.subscription_name
         if name is None:
@@ -305,7 +299,6 @@ def _read(
         topic,
         start,
         end,
-        end_inclusive=True,
         receiver_queue_size=options.receiver_queue_size,
         batch_rows=batch_rows,
     )

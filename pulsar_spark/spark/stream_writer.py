@@ -90,17 +90,22 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         if self._next_row - self._base > ROWS_PER_BATCH:
             msg = f"a task wrote more than {ROWS_PER_BATCH} rows in one micro-batch"
             raise StreamWriteError(msg)
-        return producer.send_batch(table, first_sequence_id=first)  # type: ignore[attr-defined]
+        sent = producer.send_batch(table, first_sequence_id=first)  # type: ignore[attr-defined]
+        return int(sent)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
         self._base = self._next_row = sequence_base(self._task()[2])
         return super().write(iterator)
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+    def commit(  # type: ignore[override]  # a stream writer's commit names its batch
+        self, messages: list[WriterCommitMessage | None], batchId: int
+    ) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
         log.info("pulsar stream sink: micro-batch %d, %d messages acknowledged", batchId, rows)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+    def abort(  # type: ignore[override]
+        self, messages: list[WriterCommitMessage | None], batchId: int
+    ) -> None:
         log.warning(
             "pulsar stream sink: micro-batch %d aborted; a re-run sends its rows again "
             "(dropped by the broker when deduplication is on)",

@@ -119,7 +119,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
             return f"{prefix}-{uuid.uuid4().hex[:8]}"
         return f"{prefix}-{context.stageId()}-{context.partitionId()}-{context.attemptNumber()}"
 
-    def _open(self, client: PulsarClient, topic: str, name: str | None):
+    def _open(self, client: PulsarClient, topic: str, name: str | None) -> object:
         o = self.options
         options: dict[str, object] = {
             "batch_max_messages": o.batch_max_messages,
@@ -136,7 +136,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
 
     def _routed(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.Table]]:
         """(topic, rows to send there), the rows as send_batch takes them."""
-        columns = {
+        columns: dict[str, pa.Array] = {
             name: batch.column(name)
             for name in ("value", "key", "properties")
             if name in self.columns
@@ -156,7 +156,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
 
     def _send(self, producer: object, table: pa.Table) -> int:
         """Hand ``table`` to ``producer`` (the stream writer adds sequence ids)."""
-        return producer.send_batch(table)  # type: ignore[attr-defined]
+        return int(producer.send_batch(table))  # type: ignore[attr-defined]
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
         producers: dict[str, object] = {}
