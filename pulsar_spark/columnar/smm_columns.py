@@ -49,9 +49,9 @@ finished one by one: every position of a window of the item is read as if a
 field started there, and the chain of real fields is followed through the
 results, so a long item costs a list lookup per field, not a step.
 
-Strings stay byte ranges in the buffer until :func:`.gather.gather_binary`,
-:func:`~.gather.gather_string` or :func:`~.gather.map_array` copy them into Arrow arrays,
-without a Python loop per element.
+Strings stay byte ranges in the buffer until :func:`~.gather.gather_binary`,
+:func:`~.gather.gather_string` or :func:`~.gather.map_array` copy them into
+Arrow arrays, without a Python loop per element.
 """
 
 from __future__ import annotations
