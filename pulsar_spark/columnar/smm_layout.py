@@ -8,16 +8,8 @@ from .arrays import Bytes, Int64s, Mask, UInt64s
 from .smm_schema import (
     BAD,
     PROPS_TAG,
-    S_B64,
-    S_COMPACTED,
-    S_EVENT,
-    S_KEY,
-    S_NULL_KEY,
-    S_NULL_VALUE,
-    S_ORDERING,
-    S_PAYLOAD,
-    S_SEQ,
     SMM_SLOTS,
+    Slot,
     SmmColumns,
 )
 
@@ -26,8 +18,16 @@ __all__ = ["same_layout"]
 #: Longest metadata read as a layout (longer ones take the walk).
 _MAX_LAYOUT = 64
 #: Slots whose value is a varint, and those whose value is a byte string.
-_VARINT_SLOTS = {S_PAYLOAD, S_COMPACTED, S_EVENT, S_B64, S_SEQ, S_NULL_VALUE, S_NULL_KEY}
-_BYTES_SLOTS = {S_KEY, S_ORDERING}
+_VARINT_SLOTS = {
+    Slot.PAYLOAD,
+    Slot.COMPACTED,
+    Slot.EVENT,
+    Slot.B64,
+    Slot.SEQ,
+    Slot.NULL_VALUE,
+    Slot.NULL_KEY,
+}
+_BYTES_SLOTS = {Slot.KEY, Slot.ORDERING}
 
 
 def _layout(first: bytes) -> list[tuple[int, int, int, int]] | None:
@@ -131,20 +131,20 @@ def same_layout(data: Bytes, starts: Int64s, ends: Int64s) -> SmmColumns | None:
             return false, zeros, zeros
         return np.ones(n, np.bool_), starts + present[slot], lengths[slot]
 
-    has_key, key_start, key_len = span(S_KEY)
-    has_ordering, ordering_start, ordering_len = span(S_ORDERING)
+    has_key, key_start, key_len = span(Slot.KEY)
+    has_ordering, ordering_start, ordering_len = span(Slot.ORDERING)
     empty = np.zeros(0, np.int64)
     return SmmColumns(
         data=data,
-        payload_size=number(S_PAYLOAD).astype(np.uint32).view(np.int32).astype(np.int64),
-        has_payload_size=np.full(n, S_PAYLOAD in present),
-        compacted_out=flag(S_COMPACTED),
-        event_time=number(S_EVENT),
-        partition_key_b64_encoded=flag(S_B64),
-        has_sequence_id=np.full(n, S_SEQ in present),
-        sequence_id=number(S_SEQ),
-        null_value=flag(S_NULL_VALUE),
-        null_partition_key=flag(S_NULL_KEY),
+        payload_size=number(Slot.PAYLOAD).astype(np.uint32).view(np.int32).astype(np.int64),
+        has_payload_size=np.full(n, Slot.PAYLOAD in present),
+        compacted_out=flag(Slot.COMPACTED),
+        event_time=number(Slot.EVENT),
+        partition_key_b64_encoded=flag(Slot.B64),
+        has_sequence_id=np.full(n, Slot.SEQ in present),
+        sequence_id=number(Slot.SEQ),
+        null_value=flag(Slot.NULL_VALUE),
+        null_partition_key=flag(Slot.NULL_KEY),
         has_key=has_key,
         key_start=key_start,
         key_len=key_len,

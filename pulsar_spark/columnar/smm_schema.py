@@ -25,16 +25,8 @@ __all__ = [
     "NTAGS",
     "PROPS_TAG",
     "SMM_SLOTS",
-    "S_B64",
-    "S_COMPACTED",
-    "S_EVENT",
-    "S_KEY",
-    "S_NULL_KEY",
-    "S_NULL_VALUE",
-    "S_ORDERING",
-    "S_PAYLOAD",
-    "S_SEQ",
     "VAR",
+    "Slot",
     "SmmColumns",
     "field_tag",
 ]
@@ -56,23 +48,28 @@ del _tags, _wire, _field
 
 
 def field_tag(field: int, wire: int) -> int:
+    """The tag of a field: its number and wire type in one varint value."""
     return field << 3 | wire
 
 
-# Slots (rows of the position table) of SingleMessageMetadata; 0 = skipped.
-S_KEY, S_PAYLOAD, S_COMPACTED, S_EVENT, S_B64 = 1, 2, 3, 4, 5
-S_ORDERING, S_SEQ, S_NULL_VALUE, S_NULL_KEY = 6, 7, 8, 9
+class Slot:
+    """Slots (rows of the position table) of SingleMessageMetadata; 0 = skipped."""
+
+    KEY, PAYLOAD, COMPACTED, EVENT, B64 = 1, 2, 3, 4, 5
+    ORDERING, SEQ, NULL_VALUE, NULL_KEY = 6, 7, 8, 9
+
+
 SMM_SLOTS = np.zeros(NTAGS, np.int64)
 for _f, _w, _s in (
-    (2, 2, S_KEY),
-    (3, 0, S_PAYLOAD),
-    (4, 0, S_COMPACTED),
-    (5, 0, S_EVENT),
-    (6, 0, S_B64),
-    (7, 2, S_ORDERING),
-    (8, 0, S_SEQ),
-    (9, 0, S_NULL_VALUE),
-    (10, 0, S_NULL_KEY),
+    (2, 2, Slot.KEY),
+    (3, 0, Slot.PAYLOAD),
+    (4, 0, Slot.COMPACTED),
+    (5, 0, Slot.EVENT),
+    (6, 0, Slot.B64),
+    (7, 2, Slot.ORDERING),
+    (8, 0, Slot.SEQ),
+    (9, 0, Slot.NULL_VALUE),
+    (10, 0, Slot.NULL_KEY),
 ):
     SMM_SLOTS[field_tag(_f, _w)] = _s
 PROPS_TAG = field_tag(1, 2)
