@@ -1,11 +1,14 @@
-"""The Spark batch source and sink (needs pyspark 4.0+, the ``spark`` extra).
+"""The Spark layer: the ``pulsar`` source and sink, batch and streaming (pyspark 4.0+).
 
-Modules: :mod:`.options` (option names and parsing), :mod:`.connect`
-(clients from options) and :mod:`.ranges` (partition ranges: planning,
-``minPartitions`` splits, reading) do not import pyspark; :mod:`.reader`,
-:mod:`.writer` and :mod:`.datasource` (``PulsarDataSource``) do, and
-:mod:`.compat` checks the Spark version. ``PulsarDataSource`` and
-``SPARK_SCHEMA`` load on first use.
+Without pyspark: :mod:`.option_table` (every option once), :mod:`.option_values`
+and :mod:`.option_auth` (their parsers), :mod:`.options` (``parse_options``,
+``PulsarOptions``), :mod:`.errors`, :mod:`.connect` (clients from options),
+:mod:`.ranges` (partition ranges: planning, reading), :mod:`.splits`
+(``minPartitions``) and :mod:`.stream_offsets` (the checkpoint's positions).
+With pyspark: :mod:`.datasource` (``PulsarDataSource``), :mod:`.reader`,
+:mod:`.writer`, :mod:`.stream_reader`, :mod:`.stream_writer`; :mod:`.compat`
+checks the Spark version. ``PulsarDataSource`` and ``SPARK_SCHEMA`` load on
+first use.
 """
 
 from __future__ import annotations

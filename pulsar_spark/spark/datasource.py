@@ -1,4 +1,4 @@
-"""``PulsarDataSource``: the ``"pulsar"`` format for ``spark.read`` and ``df.write``.
+"""``PulsarDataSource``: the ``"pulsar"`` format of ``spark.read(Stream)``, ``df.write(Stream)``.
 
 ::
 
