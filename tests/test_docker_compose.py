@@ -26,8 +26,12 @@ def compose() -> dict[str, Any]:
 def test_the_file_opens_with_how_to_use_it() -> None:
     head = COMPOSE.read_text("utf-8").split("\nservices:")[0]
     assert all(line.startswith("#") or not line for line in head.splitlines())
-    for words in ("docker compose up -d pulsar", "pulsar://localhost:6650",
-                  "--profile spark", "docker compose down"):
+    for words in (
+        "docker compose up -d pulsar",
+        "pulsar://localhost:6650",
+        "--profile spark",
+        "docker compose down",
+    ):
         assert words in head
 
 
@@ -48,8 +52,12 @@ def test_the_spark_service_builds_from_this_checkout(compose: dict[str, Any]) ->
     assert spark["depends_on"]["pulsar"]["condition"] == "service_healthy"
     assert spark["environment"]["PULSAR_SERVICE_URL"] == "pulsar://localhost:6650"
     dockerfile = spark["build"]["dockerfile_inline"]
-    copied = [src for line in dockerfile.splitlines() if line.startswith("COPY ")
-              for src in line.split()[1:-1]]
+    copied = [
+        src
+        for line in dockerfile.splitlines()
+        if line.startswith("COPY ")
+        for src in line.split()[1:-1]
+    ]
     assert copied, dockerfile
     for src in copied:
         assert (ROOT / src).exists(), f"the Spark image copies {src}, which does not exist"

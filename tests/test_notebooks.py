@@ -90,35 +90,59 @@ sys.exit(1 if failed else 0)
 #: Lines each notebook must print (regular expressions), beyond its ``<name>: OK`` line.
 EXPECTED = {
     "01_batch_read": [r"wrote 2000 click events", r"read 2000 messages from"],
-    "02_streaming_read": [r"first run: micro-batches of \[.*\] rows",
-                          r"output: 1000 rows, 1000 distinct message ids, seq 0\.\.999"],
-    "03_write": [r"routed by the topic column: \{'eu': 750, 'us': 250\}",
-                 r"stream: 1000 rows on the first run, 0 on the second"],
+    "02_streaming_read": [
+        r"first run: micro-batches of \[.*\] rows",
+        r"output: 1000 rows, 1000 distinct message ids, seq 0\.\.999",
+    ],
+    "03_write": [
+        r"routed by the topic column: \{'eu': 750, 'us': 250\}",
+        r"stream: 1000 rows on the first run, 0 on the second",
+    ],
     # pulsar-lite takes any token: the environment's is used, and accepted.
     "04_auth": [r"with token auth, the token from environment PULSAR_AUTH_TOKEN$"],
 }
 
-AUTH_VARIABLES = ("PULSAR_AUTH_TOKEN", "PULSAR_AUTH_PARAMS", "PULSAR_AUTH_PLUGIN",
-                  "PULSAR_TLS_TRUST_CERTS", "PULSAR_SECRET_SCOPE")
+AUTH_VARIABLES = (
+    "PULSAR_AUTH_TOKEN",
+    "PULSAR_AUTH_PARAMS",
+    "PULSAR_AUTH_PLUGIN",
+    "PULSAR_TLS_TRUST_CERTS",
+    "PULSAR_SECRET_SCOPE",
+)
 
 
-def _run(notebooks: list[Path], tmp_path: Path, *options: str,
-         **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items()
-               if k not in AUTH_VARIABLES and not k.startswith("SPARK_")}
-    environ.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-                   PULSAR_NOTEBOOK_DIR=str(tmp_path / "work"), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")]),
-                   **env)
+def _run(
+    notebooks: list[Path], tmp_path: Path, *options: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in AUTH_VARIABLES and not k.startswith("SPARK_")
+    }
+    environ.update(
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        PULSAR_NOTEBOOK_DIR=str(tmp_path / "work"),
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")]),
+        **env,
+    )
     return subprocess.run(
-        [sys.executable, "-c", RUNNER, *options, *map(str, notebooks)], cwd=tmp_path, env=environ,
-        capture_output=True, text=True, timeout=900, check=False,
+        [sys.executable, "-c", RUNNER, *options, *map(str, notebooks)],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
 
 
 def _report(proc: subprocess.CompletedProcess[str]) -> str:
-    return (f"exit {proc.returncode}\n--- stdout ---\n{proc.stdout}\n"
-            f"--- stderr ---\n{proc.stderr[-8000:]}")
+    return (
+        f"exit {proc.returncode}\n--- stdout ---\n{proc.stdout}\n"
+        f"--- stderr ---\n{proc.stderr[-8000:]}"
+    )
 
 
 def test_every_notebook_is_in_databricks_source_format() -> None:
@@ -126,7 +150,7 @@ def test_every_notebook_is_in_databricks_source_format() -> None:
     for path in NOTEBOOKS:
         text = path.read_text("utf-8")
         assert text.startswith(HEADER), f"{path.name}: no {HEADER!r} first line"
-        cells = text[len(HEADER):].split(SEPARATOR)
+        cells = text[len(HEADER) :].split(SEPARATOR)
         assert len(cells) >= 4, f"{path.name}: {len(cells)} cells"
         for cell in cells:
             lines = cell.strip("\n").splitlines()
@@ -138,8 +162,12 @@ def test_every_notebook_is_in_databricks_source_format() -> None:
 
 
 def test_the_notebooks_run_on_pulsar_lite(pulsar_lite, tmp_path: Path) -> None:
-    proc = _run(NOTEBOOKS, tmp_path, PULSAR_SERVICE_URL=pulsar_lite.service_url,
-                PULSAR_AUTH_TOKEN="header.payload.signature")
+    proc = _run(
+        NOTEBOOKS,
+        tmp_path,
+        PULSAR_SERVICE_URL=pulsar_lite.service_url,
+        PULSAR_AUTH_TOKEN="header.payload.signature",
+    )
     assert proc.returncode == 0, _report(proc)
     assert "header.payload.signature" not in proc.stdout + proc.stderr
     for name, patterns in EXPECTED.items():
@@ -152,14 +180,22 @@ def test_the_notebooks_run_on_pulsar_lite(pulsar_lite, tmp_path: Path) -> None:
 def test_the_notebooks_run_over_spark_connect(pulsar_lite, tmp_path: Path) -> None:
     """Databricks serverless and shared clusters are Spark Connect: every notebook runs on a
     local Spark Connect server's session too."""
-    proc = _run(NOTEBOOKS, tmp_path, "--remote=local[2]",  # tests/support/spark.py
-                PULSAR_SERVICE_URL=pulsar_lite.service_url)
+    proc = _run(
+        NOTEBOOKS,
+        tmp_path,
+        "--remote=local[2]",  # tests/support/spark.py
+        PULSAR_SERVICE_URL=pulsar_lite.service_url,
+    )
     assert proc.returncode == 0, _report(proc)
     assert "=== session: pyspark.sql.connect." in proc.stdout, _report(proc)
     for name in EXPECTED:
         assert re.search(rf"^{name}: OK\b", proc.stdout, re.M), _report(proc)
-    assert re.search(r"^04_auth: OK, .* with no authentication \(no credentials in the secret "
-                     r"scope or the environment\)$", proc.stdout, re.M), _report(proc)
+    assert re.search(
+        r"^04_auth: OK, .* with no authentication \(no credentials in the secret "
+        r"scope or the environment\)$",
+        proc.stdout,
+        re.M,
+    ), _report(proc)
 
 
 def test_the_auth_notebook_on_apache_pulsar_with_a_secret_scope(
@@ -171,14 +207,25 @@ def test_the_auth_notebook_on_apache_pulsar_with_a_secret_scope(
     assert broker.service_url.startswith("pulsar+ssl://")
     token = broker.secure.token
     dbutils = {
-        "widgets": {"service_url": broker.service_url, "secret_scope": "pulsar-ci",
-                    "tls_trust_certs": broker.secure.ca_cert},
+        "widgets": {
+            "service_url": broker.service_url,
+            "secret_scope": "pulsar-ci",
+            "tls_trust_certs": broker.secure.ca_cert,
+        },
         "secrets": {"pulsar-ci": {"token": token}},
     }
-    proc = _run([NOTEBOOKS_DIR / "04_auth.py"], tmp_path, f"--dbutils={json.dumps(dbutils)}",
-                PULSAR_SERVICE_URL="pulsar://wrong.invalid:6650", PULSAR_AUTH_TOKEN="not-it")
+    proc = _run(
+        [NOTEBOOKS_DIR / "04_auth.py"],
+        tmp_path,
+        f"--dbutils={json.dumps(dbutils)}",
+        PULSAR_SERVICE_URL="pulsar://wrong.invalid:6650",
+        PULSAR_AUTH_TOKEN="not-it",
+    )
     assert proc.returncode == 0, _report(proc)
-    assert re.search(r"^04_auth: OK, 100 messages written and read back with token auth, the "
-                     r"token from secret pulsar-ci/token, TLS trusting ", proc.stdout, re.M), (
-        _report(proc))
+    assert re.search(
+        r"^04_auth: OK, 100 messages written and read back with token auth, the "
+        r"token from secret pulsar-ci/token, TLS trusting ",
+        proc.stdout,
+        re.M,
+    ), _report(proc)
     assert token not in proc.stdout + proc.stderr, "the token was printed"

@@ -34,8 +34,9 @@ CLI_MODULES = {"dump.py"}
 
 
 def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True,
-                          timeout=300, check=False, **kwargs)
+    proc = subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=300, check=False, **kwargs
+    )
     assert proc.returncode == 0, f"{args}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     return proc
 
@@ -45,11 +46,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = tmp_path_factory.mktemp("src")
     for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md"):
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(PACKAGE, src / "pulsar_spark",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        PACKAGE, src / "pulsar_spark", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     out = tmp_path_factory.mktemp("dist")
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", out, src)
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-q",
+        "-w",
+        out,
+        src,
+    )
     (built,) = out.glob("pulsar_spark-*.whl")
     return built
 
@@ -62,8 +74,12 @@ def test_the_wheel_holds_the_package_its_types_and_license(wheel: Path) -> None:
         metadata = Parser().parsestr(zf.read(f"{dist_info}/METADATA").decode())
     assert "pulsar_spark/py.typed" in names
     assert "pulsar_spark/protocol/PulsarApi_pb2.pyi" in names
-    assert {"pulsar_spark/__init__.py", "pulsar_spark/spark/datasource.py",
-            "pulsar_spark/client/__init__.py", "pulsar_spark/dump.py"} <= names
+    assert {
+        "pulsar_spark/__init__.py",
+        "pulsar_spark/spark/datasource.py",
+        "pulsar_spark/client/__init__.py",
+        "pulsar_spark/dump.py",
+    } <= names
     assert f"{dist_info}/licenses/LICENSE" in names
     assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
     assert metadata["Name"] == "pulsar-spark"
@@ -77,8 +93,11 @@ def test_the_wheel_installs_and_imports_in_a_clean_venv(wheel: Path, tmp_path: P
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(env_dir)
     python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    site = Path(_run(python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))")
-                .stdout.strip())
+    site = Path(
+        _run(
+            python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"
+        ).stdout.strip()
+    )
     _run(sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", site, wheel)
     (site / "zz_test_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
     probe = (
@@ -93,8 +112,14 @@ def test_the_wheel_installs_and_imports_in_a_clean_venv(wheel: Path, tmp_path: P
     )
     got = json.loads(_run(python, "-I", "-c", probe, cwd=tmp_path).stdout)
     assert Path(got["file"]).is_relative_to(env_dir), got["file"]
-    assert got == {**got, "version": pulsar_spark.__version__, "dist": pulsar_spark.__version__,
-                   "no_spark_on_import": True, "typed": True, "format": "pulsar"}
+    assert got == {
+        **got,
+        "version": pulsar_spark.__version__,
+        "dist": pulsar_spark.__version__,
+        "no_spark_on_import": True,
+        "typed": True,
+        "format": "pulsar",
+    }
     dump = _run(python, "-I", "-m", "pulsar_spark.dump", "--help", cwd=tmp_path)
     assert "usage" in dump.stdout.lower()
 

@@ -55,15 +55,26 @@ finally:
 
 def test_read_and_write_over_spark_connect(pulsar_lite, topic_name: str, tmp_path) -> None:
     url = pulsar_lite.service_url
-    produce(url, topic_name, [{"value": f"m{i}", "key": f"k{i}", "properties": {"i": str(i)}}
-                              for i in range(30)])
+    produce(
+        url,
+        topic_name,
+        [{"value": f"m{i}", "key": f"k{i}", "properties": {"i": str(i)}} for i in range(30)],
+    )
     out = topic_name + "-out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
-    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    env.update(
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+    )
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, url, topic_name, out, "25"], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=600, check=False,
+        [sys.executable, "-c", SCRIPT, url, topic_name, out, "25"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-8000:]}"
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -72,4 +83,5 @@ def test_read_and_write_over_spark_connect(pulsar_lite, topic_name: str, tmp_pat
     assert result["rows"] == sorted([f"k{i}", f"m{i}", {"i": str(i)}] for i in range(30))
     written = read_all(url, out, at_least=25)
     assert sorted((m["key"], m["value"], m["properties"]) for m in written) == sorted(
-        (f"k{i}", f"v{i}".encode(), {"via": "connect"}) for i in range(25))
+        (f"k{i}", f"v{i}".encode(), {"via": "connect"}) for i in range(25)
+    )

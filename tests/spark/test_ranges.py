@@ -36,9 +36,12 @@ def _plan(client: StandIn, **options: str) -> list[PartitionRange]:
 
 def test_offsets_per_topic_and_partition() -> None:
     client = StandIn({"p": 3, "q": 0})
-    ranges = _plan(client, topics="p,q",
-                   startingOffsets='{"p": "5:6:1:2", "p-partition-2": -1, "q": "7:8"}',
-                   endingOffsets='{"q": "9:9:-1:4"}')
+    ranges = _plan(
+        client,
+        topics="p,q",
+        startingOffsets='{"p": "5:6:1:2", "p-partition-2": -1, "q": "7:8"}',
+        endingOffsets='{"q": "9:9:-1:4"}',
+    )
     assert ranges == [
         PartitionRange(NS + "p-partition-0", "earliest", "latest", True),
         PartitionRange(NS + "p-partition-1", "5:6:1:2", "latest", True),  # the id's partition
@@ -48,10 +51,12 @@ def test_offsets_per_topic_and_partition() -> None:
 
 
 def test_times_become_positions() -> None:
-    ranges = _plan(StandIn({"t": 2}), topic="t", startingTime="1000",
-                   endingTime="1970-01-01T00:00:02Z")
-    assert {(r.start, r.end, r.end_inclusive) for r in ranges} == {("time:1000", "time:2000",
-                                                                    False)}
+    ranges = _plan(
+        StandIn({"t": 2}), topic="t", startingTime="1000", endingTime="1970-01-01T00:00:02Z"
+    )
+    assert {(r.start, r.end, r.end_inclusive) for r in ranges} == {
+        ("time:1000", "time:2000", False)
+    }
 
 
 def test_offsets_errors_name_the_option() -> None:
@@ -67,8 +72,12 @@ def test_offsets_errors_name_the_option() -> None:
 
 
 def test_topics_pattern_matches_base_names() -> None:
-    listing = [NS + "orders-partition-0", NS + "orders-partition-1", NS + "orders-eu",
-               NS + "refunds"]
+    listing = [
+        NS + "orders-partition-0",
+        NS + "orders-partition-1",
+        NS + "orders-eu",
+        NS + "refunds",
+    ]
     client = StandIn({}, listing)
     options = parse_options({"service.url": "pulsar://h:6650", "topicsPattern": "orders.*"})
     assert resolve_topics(client, options) == [NS + "orders", NS + "orders-eu"]

@@ -24,8 +24,17 @@ from tests.support.spark import assert_same_rows
 
 UTC = dt.timezone.utc
 #: The columns compared with the official client (it does not expose sequence ids).
-COLUMNS = ["key", "value", "topic", "partition", "messageId", "publishTime", "eventTime",
-           "properties", "producerName"]
+COLUMNS = [
+    "key",
+    "value",
+    "topic",
+    "partition",
+    "messageId",
+    "publishTime",
+    "eventTime",
+    "properties",
+    "producerName",
+]
 
 
 def _ms(ms: int | None) -> dt.datetime | None:
@@ -65,8 +74,9 @@ def _in_bursts(url: str, topic: str, bursts: int, size: int, pause: float = 0.02
         time.sleep(pause)
 
 
-def test_every_column_as_the_official_client_reads_it(spark, read_pulsar, broker,
-                                                     topic_name) -> None:
+def test_every_column_as_the_official_client_reads_it(
+    spark, read_pulsar, broker, topic_name
+) -> None:
     url = broker.service_url
     produce(url, topic_name, _messages(150), batching_max_messages=40)
     produce(url, topic_name, _messages(10, start=150), batching=False)
@@ -84,8 +94,9 @@ def _schema(columns: list[str] = COLUMNS):
     return StructType([SPARK_SCHEMA[c] for c in columns])
 
 
-def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, partitioned_url, broker,
-                                                topic_name) -> None:
+def test_partitioned_topic_and_a_list_of_topics(
+    spark, read_pulsar, partitioned_url, broker, topic_name
+) -> None:
     # The official reader cannot read a partitioned topic on pulsar-lite (brokers.md, quirk
     # 3): compare with what was sent, by the ids the official producer got back.
     url = partitioned_url
@@ -94,8 +105,15 @@ def test_partitioned_topic_and_a_list_of_topics(spark, read_pulsar, partitioned_
     df = read_pulsar(url, topic=topic_name)
     assert df.rdd.getNumPartitions() == 4
     expected = [
-        (m.get("key", "").encode() or None, m["value"], topic_name,
-         MessageId.parse(i).partition, i, _ms(m.get("event_time")), m.get("properties", {}))
+        (
+            m.get("key", "").encode() or None,
+            m["value"],
+            topic_name,
+            MessageId.parse(i).partition,
+            i,
+            _ms(m.get("event_time")),
+            m.get("properties", {}),
+        )
         for m, i in zip(sent, ids, strict=True)
     ]
     columns = ["key", "value", "topic", "partition", "messageId", "eventTime", "properties"]
@@ -119,8 +137,11 @@ def test_topics_pattern_on_pulsar_lite_names_the_option(read_pulsar, pulsar_lite
     # and matching topics) needs Apache Pulsar: see test_apache_read.py when that fixture
     # lands (tests/support/apache.py).
     started = time.monotonic()
-    df = read_pulsar(pulsar_lite.service_url, topicsPattern="public/default/pat-.*",
-                     **{"pulsar.client.operationTimeoutMs": "1000"})
+    df = read_pulsar(
+        pulsar_lite.service_url,
+        topicsPattern="public/default/pat-.*",
+        **{"pulsar.client.operationTimeoutMs": "1000"},
+    )
     with pytest.raises(Exception, match=r"topicsPattern.*GetTopicsOfNamespace"):
         df.count()
     assert time.monotonic() - started < 30
@@ -133,13 +154,21 @@ def test_offset_bounds_inside_batches(read_pulsar, broker, topic_name) -> None:
     assert len(every) == 40
     start, end = every[13], every[27]  # inside the second and the third batch
     assert MessageId.parse(start).batch_index == 3
-    df = read_pulsar(url, topic=topic_name, startingOffsets=f'{{"{topic_name}": "{start}"}}',
-                     endingOffsets=f'{{"{topic_name}": "{end}"}}')
+    df = read_pulsar(
+        url,
+        topic=topic_name,
+        startingOffsets=f'{{"{topic_name}": "{start}"}}',
+        endingOffsets=f'{{"{topic_name}": "{end}"}}',
+    )
     assert _ids(df) == every[13:27]  # start inclusive, end exclusive
     # Kafka-style -2 / -1, and the short topic name.
     short = topic_name.rsplit("/", 1)[1]
-    df = read_pulsar(url, topic=topic_name, startingOffsets=f'{{"{short}": -2}}',
-                     endingOffsets=f'{{"{short}": -1}}')
+    df = read_pulsar(
+        url,
+        topic=topic_name,
+        startingOffsets=f'{{"{short}": -2}}',
+        endingOffsets=f'{{"{short}": -1}}',
+    )
     assert _ids(df) == every
     assert read_pulsar(url, topic=topic_name, startingOffsets="latest").count() == 0
     # A whole-entry id (batch -1) starts at the entry's first message.
@@ -154,17 +183,20 @@ def test_offsets_per_partition(read_pulsar, partitioned_url, topic_name) -> None
     produce(url, topic_name, _messages(80))
     df = read_pulsar(url, topic=topic_name)
     counts = {r.partition: r["count"] for r in df.groupBy("partition").count().collect()}
-    skipped = read_pulsar(url, topic=topic_name,
-                          startingOffsets=f'{{"{topic_name}": {{"0": -1, "1": -2}}}}')
+    skipped = read_pulsar(
+        url, topic=topic_name, startingOffsets=f'{{"{topic_name}": {{"0": -1, "1": -2}}}}'
+    )
     got = {r.partition: r["count"] for r in skipped.groupBy("partition").count().collect()}
     assert got == {p: c for p, c in counts.items() if p != 0}
     # A partition's own name works as a key too.
     first_of_2 = min(_ids(df.where("partition = 2")), key=lambda s: MessageId.parse(s).position)
     second = _ids(df.where("partition = 2"))[1]
-    one = read_pulsar(url, topic=topic_name,
-                      startingOffsets=f'{{"{topic_name}-partition-2": "{second}"}}')
+    one = read_pulsar(
+        url, topic=topic_name, startingOffsets=f'{{"{topic_name}-partition-2": "{second}"}}'
+    )
     assert sorted(_ids(one.where("partition = 2"))) == sorted(
-        i for i in _ids(df.where("partition = 2")) if i != first_of_2)
+        i for i in _ids(df.where("partition = 2")) if i != first_of_2
+    )
 
 
 def test_time_bounds(read_pulsar, broker, topic_name) -> None:
@@ -197,10 +229,13 @@ def test_min_partitions_split_returns_the_same_rows(
     assert_same_rows(split, whole)
     # Bounds inside batches survive the split.
     ids = _ids(whole)
-    bounded = dict(startingOffsets=f'{{"{plain}": "{ids[30]}"}}',
-                   endingOffsets=f'{{"{plain}": "{ids[260]}"}}')
-    assert_same_rows(read_pulsar(url, topic=plain, minPartitions="4", **bounded),
-                     read_pulsar(url, topic=plain, **bounded))
+    bounded = dict(
+        startingOffsets=f'{{"{plain}": "{ids[30]}"}}', endingOffsets=f'{{"{plain}": "{ids[260]}"}}'
+    )
+    assert_same_rows(
+        read_pulsar(url, topic=plain, minPartitions="4", **bounded),
+        read_pulsar(url, topic=plain, **bounded),
+    )
     # A partitioned topic: 4 partitions become 10 tasks.
     url = partitioned_url
     for b in range(6):
@@ -220,9 +255,10 @@ def test_split_boundaries_inside_chunked_messages_lose_nothing(
 
     rnd = random.Random(11)
     sent = []
-    with PulsarClient(broker.service_url) as client, client.create_producer(
-        topic_name, batching=False, chunk_max_size=4096
-    ) as producer:
+    with (
+        PulsarClient(broker.service_url) as client,
+        client.create_producer(topic_name, batching=False, chunk_max_size=4096) as producer,
+    ):
         for i in range(12):
             sent.append(rnd.randbytes(15_000 + 500 * i) if i % 2 else f"small-{i}".encode())
             producer.send(sent[-1])
@@ -244,13 +280,18 @@ def test_split_by_publish_time_returns_the_same_rows(broker, topic_name) -> None
     options = parse_options({"service.url": url, "topic": topic_name})
     with PulsarClient(url) as client:
         (whole,) = plan_ranges(client, options)
-        rows = [r for b in read_range(client, whole, options, batch_rows=100)
-                for r in b.to_pylist()]
+        rows = [
+            r for b in read_range(client, whole, options, batch_rows=100) for r in b.to_pylist()
+        ]
         pieces = split_ranges(client, [whole], 4, by_time=True)
         assert len(pieces) == 4
         assert all(p.start.count(":") == 3 for p in pieces[1:])
-        got = [r for p in pieces for b in read_range(client, p, options, batch_rows=100)
-               for r in b.to_pylist()]
+        got = [
+            r
+            for p in pieces
+            for b in read_range(client, p, options, batch_rows=100)
+            for r in b.to_pylist()
+        ]
     assert got == rows
     assert len(rows) == 40
 
@@ -283,8 +324,11 @@ def test_a_start_id_that_is_gone_is_data_loss(read_pulsar, broker, topic_name) -
 def test_unreachable_broker_fails_within_the_timeout(read_pulsar) -> None:
     # Nothing listens: connection refused.
     started = time.monotonic()
-    df = read_pulsar(f"pulsar://127.0.0.1:{free_port()}", topic="t",
-                     **{"pulsar.client.connectionTimeoutMs": "2000"})
+    df = read_pulsar(
+        f"pulsar://127.0.0.1:{free_port()}",
+        topic="t",
+        **{"pulsar.client.connectionTimeoutMs": "2000"},
+    )
     with pytest.raises(Exception, match=r"reachable|refused"):
         df.count()
     assert time.monotonic() - started < 30
@@ -307,8 +351,12 @@ def test_unreachable_broker_fails_within_the_timeout(read_pulsar) -> None:
     thread.start()
     try:
         started = time.monotonic()
-        df = read_pulsar(f"pulsar://127.0.0.1:{server.getsockname()[1]}", topic="t",
-                         connectionTimeoutMs="1500", operationTimeoutMs="1500")
+        df = read_pulsar(
+            f"pulsar://127.0.0.1:{server.getsockname()[1]}",
+            topic="t",
+            connectionTimeoutMs="1500",
+            operationTimeoutMs="1500",
+        )
         with pytest.raises(Exception, match=r"(?i)no CONNECTED|timed out|timeout"):
             df.count()
         assert time.monotonic() - started < 30

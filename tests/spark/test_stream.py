@@ -14,7 +14,8 @@ from tests.support.official import produce, read_all
 #: Tests of features that need a newer Spark than the oldest supported (4.0); that
 #: those features are refused there with a clear error is tested on its own.
 needs_admission_control = pytest.mark.skipif(
-    spark_version() < (4, 2), reason="maxRecordsPerTrigger needs Spark 4.2+")
+    spark_version() < (4, 2), reason="maxRecordsPerTrigger needs Spark 4.2+"
+)
 
 
 def _stream(spark, url: str, **options: str):
@@ -27,9 +28,9 @@ def _stream(spark, url: str, **options: str):
 def _run_available_now(df, checkpoint: Path, *, sink: Path | None = None, batches=None):
     """Run ``df`` with Trigger.AvailableNow into parquet at ``sink`` (or collect each
     micro-batch's rows into ``batches``) from ``checkpoint``; wait until it ends."""
-    writer = df.writeStream.option("checkpointLocation", str(checkpoint)).trigger(
-        availableNow=True)
+    writer = df.writeStream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
     if batches is not None:
+
         def collect(frame, batch_id: int) -> None:
             batches.append((batch_id, [r.asDict() for r in frame.collect()]))
 
@@ -63,7 +64,8 @@ def test_restart_from_the_checkpoint_reads_each_message_once(
     assert got.count() == 65
     assert got.select("messageId").distinct().count() == 65
     assert sorted(_values(spark, sink)) == sorted(
-        [b"a%d" % i for i in range(40)] + [b"b%d" % i for i in range(25)])
+        [b"a%d" % i for i in range(40)] + [b"b%d" % i for i in range(25)]
+    )
 
 
 def test_a_stream_starts_at_latest_by_default(spark, pulsar_lite, topic_name, tmp_path) -> None:
@@ -84,8 +86,9 @@ def test_max_records_per_trigger_bounds_every_micro_batch(
     url = pulsar_lite_partitioned.service_url
     sent = [b"m%03d" % i for i in range(230)]
     produce(url, topic_name, sent, batching_max_messages=10)
-    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest",
-                 maxRecordsPerTrigger="50")
+    df = _stream(
+        spark, url, topic=topic_name, startingOffsets="earliest", maxRecordsPerTrigger="50"
+    )
     batches: list = []
     if spark_version() < (4, 2):  # no admission control: refused, not ignored
         with pytest.raises(Exception, match=r"'maxRecordsPerTrigger'.*needs Spark 4\.2"):
@@ -115,7 +118,8 @@ def test_new_partitions_join_the_stream(spark, apache_pulsar, topic_name, tmp_pa
     _run_available_now(df, checkpoint, sink=sink)
     rows = spark.read.parquet(str(sink)).select("value", "partition").collect()
     assert sorted(bytes(r.value) for r in rows) == sorted(
-        [b"x%d" % i for i in range(20)] + [b"y%d" % i for i in range(40)])
+        [b"x%d" % i for i in range(20)] + [b"y%d" % i for i in range(40)]
+    )
     assert {r.partition for r in rows} == {0, 1, 2, 3}
 
 
@@ -160,11 +164,20 @@ def test_subscription_name_shows_progress_and_nothing_else_stays(
 ) -> None:
     url = apache_pulsar.service_url
     produce(url, topic_name, [b"p%d" % i for i in range(30)], batching=False)
-    _run_available_now(_stream(spark, url, topic=topic_name, startingOffsets="earliest"),
-                       tmp_path / "c1", batches=[])
+    _run_available_now(
+        _stream(spark, url, topic=topic_name, startingOffsets="earliest"),
+        tmp_path / "c1",
+        batches=[],
+    )
     assert apache_pulsar.admin.stats(topic_name)["subscriptions"] == {}  # nothing durable
-    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest",
-                 subscriptionName="spark-progress", maxRecordsPerTrigger="12")
+    df = _stream(
+        spark,
+        url,
+        topic=topic_name,
+        startingOffsets="earliest",
+        subscriptionName="spark-progress",
+        maxRecordsPerTrigger="12",
+    )
     _run_available_now(df, tmp_path / "c2", batches=[])
     subscription = apache_pulsar.admin.stats(topic_name)["subscriptions"]["spark-progress"]
     # Spark commits a micro-batch to its source when it plans the next one: the last of
@@ -176,11 +189,17 @@ def test_subscription_name_shows_progress_and_nothing_else_stays(
 def _copy(spark, url: str, source: str, target: str, checkpoint: Path) -> None:
     """Stream ``source`` into ``target`` (key and value), 25 rows a micro-batch, until
     caught up (Trigger.AvailableNow)."""
-    df = _stream(spark, url, topic=source, startingOffsets="earliest",
-                 maxRecordsPerTrigger="25").select("key", "value")
-    query = (df.writeStream.format("pulsar").option("service.url", url)
-             .option("topic", target).option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
+    df = _stream(
+        spark, url, topic=source, startingOffsets="earliest", maxRecordsPerTrigger="25"
+    ).select("key", "value")
+    query = (
+        df.writeStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", target)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(180)
     assert query.exception() is None, query.exception()
 
@@ -245,9 +264,13 @@ def test_stream_writes_on_spark_4_0_say_what_they_need(
     url = pulsar_lite.service_url
     df = _stream(spark, url, topic=topic_name, startingOffsets="earliest")
     with pytest.raises(Exception, match=r"streaming writes to Pulsar.*needs Spark 4\.1 or newer"):
-        query = (df.writeStream.format("pulsar").option("service.url", url)
-                 .option("topic", f"{topic_name}-out")
-                 .option("checkpointLocation", str(tmp_path / "c")).start())
+        query = (
+            df.writeStream.format("pulsar")
+            .option("service.url", url)
+            .option("topic", f"{topic_name}-out")
+            .option("checkpointLocation", str(tmp_path / "c"))
+            .start()
+        )
         query.awaitTermination(60)
         ran = f"the query ran: {query.exception()}"  # the pattern does not match this
         raise AssertionError(ran)

@@ -68,8 +68,9 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.skipif(spark_version() < (4, 1),
-                    reason="writeStream.format('pulsar') needs Spark 4.1+")
+@pytest.mark.skipif(
+    spark_version() < (4, 1), reason="writeStream.format('pulsar') needs Spark 4.1+"
+)
 def test_a_retried_sink_task_writes_each_row_once_with_deduplication(
     apache_pulsar_dedup, apache_pulsar, topic_name, tmp_path: Path
 ) -> None:
@@ -78,13 +79,25 @@ def test_a_retried_sink_task_writes_each_row_once_with_deduplication(
     for broker, name in ((apache_pulsar_dedup, "dedup"), (apache_pulsar, "plain")):
         source, target = f"{topic_name}-{name}-in", f"{topic_name}-{name}-out"
         produce(broker.service_url, source, rows)
-        runs.append({"url": broker.service_url, "source": source, "target": target,
-                     "checkpoint": str(tmp_path / name)})
+        runs.append(
+            {
+                "url": broker.service_url,
+                "source": source,
+                "target": target,
+                "checkpoint": str(tmp_path / name),
+            }
+        )
     script = tmp_path / "task_retry.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    done = subprocess.run([sys.executable, str(script), json.dumps(runs)], env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, str(script), json.dumps(runs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     assert "injected failure on the first attempt" in done.stderr  # it did fail once
 

@@ -20,21 +20,26 @@ from pyspark.sql.types import (
 from tests.support.official import read_all
 from tests.support.spark import assert_same_rows
 
-WRITE_SCHEMA = StructType([
-    StructField("key", StringType()),
-    StructField("value", BinaryType()),
-    StructField("properties", MapType(StringType(), StringType())),
-    StructField("eventTime", TimestampType()),
-])
+WRITE_SCHEMA = StructType(
+    [
+        StructField("key", StringType()),
+        StructField("value", BinaryType()),
+        StructField("properties", MapType(StringType(), StringType())),
+        StructField("eventTime", TimestampType()),
+    ]
+)
 
 
 def _rows(n: int) -> list[tuple]:
-    return [(
-        f"k{i % 7}" if i % 5 else None,
-        None if i == 4 else f"payload-{i}".encode() if i != 3 else b"",  # a tombstone
-        {"i": str(i), "even": str(i % 2 == 0)} if i % 3 else {},
-        dt.datetime(2026, 1, 1) + dt.timedelta(milliseconds=i) if i % 2 else None,
-    ) for i in range(n)]
+    return [
+        (
+            f"k{i % 7}" if i % 5 else None,
+            None if i == 4 else f"payload-{i}".encode() if i != 3 else b"",  # a tombstone
+            {"i": str(i), "even": str(i % 2 == 0)} if i % 3 else {},
+            dt.datetime(2026, 1, 1) + dt.timedelta(milliseconds=i) if i % 2 else None,
+        )
+        for i in range(n)
+    ]
 
 
 def _write(df, url: str, **options: str) -> None:
@@ -59,32 +64,43 @@ def test_round_trip(spark, read_pulsar, broker, topic_name) -> None:
     official = read_all(url, topic_name)
     assert sorted(m["value"] for m in official) == sorted(r[1] or b"" for r in _rows(500))
     assert sorted((m["key"] for m in official), key=str) == sorted(
-        (r[0] for r in _rows(500)), key=str)
+        (r[0] for r in _rows(500)), key=str
+    )
 
 
-def test_string_values_binary_keys_and_producer_options(spark, read_pulsar, pulsar_lite,
-                                                       topic_name) -> None:
+def test_string_values_binary_keys_and_producer_options(
+    spark, read_pulsar, pulsar_lite, topic_name
+) -> None:
     url = pulsar_lite.service_url
     rows = [(f"value-{i}", bytes([i % 256, 0, 255])) for i in range(300)]
     df = spark.createDataFrame(rows, "value string, key binary")
     for codec, batching in (("LZ4", "true"), ("ZSTD", "false")):
-        _write(df, url, topic=topic_name, compressionType=codec,
-               **{"pulsar.producer.batchingEnabled": batching,
-                  "pulsar.producer.maxPendingMessages": "50", "sendTimeoutMs": "20000",
-                  "batchingMaxMessages": "64", "batchingMaxPublishDelayMicros": "2000"})
+        _write(
+            df,
+            url,
+            topic=topic_name,
+            compressionType=codec,
+            **{
+                "pulsar.producer.batchingEnabled": batching,
+                "pulsar.producer.maxPendingMessages": "50",
+                "sendTimeoutMs": "20000",
+                "batchingMaxMessages": "64",
+                "batchingMaxPublishDelayMicros": "2000",
+            },
+        )
     back = read_pulsar(url, topic=topic_name).selectExpr("cast(value as string) value", "key")
     assert_same_rows(back, df.union(df))
 
 
-def test_topic_column_routes_rows(spark, read_pulsar, broker, partitioned_url,
-                                  topic_name) -> None:
+def test_topic_column_routes_rows(spark, read_pulsar, broker, partitioned_url, topic_name) -> None:
     url = broker.service_url
     a, b = f"{topic_name}-a", f"{topic_name}-b"
     rows = [Row(topic=a if i % 3 else b, value=f"v{i}", key=f"k{i}") for i in range(90)]
     df = spark.createDataFrame(rows)
     _write(df, url)
     got = read_pulsar(url, topics=f"{a},{b}").selectExpr(
-        "topic", "cast(value as string) value", "cast(key as string) key")
+        "topic", "cast(value as string) value", "cast(key as string) key"
+    )
     assert_same_rows(got, df.select("topic", "value", "key"))
     # The topic option wins over the column.
     c = f"{topic_name}-c"
@@ -113,9 +129,13 @@ def test_columns_it_cannot_write_are_listed(spark, pulsar_lite, topic_name) -> N
 
 def test_only_append(spark, pulsar_lite, topic_name) -> None:
     df = spark.createDataFrame([("a",)], "value string")
+
     def writer():
-        return df.write.format("pulsar").option("service.url", pulsar_lite.service_url).option(
-            "topic", topic_name)
+        return (
+            df.write.format("pulsar")
+            .option("service.url", pulsar_lite.service_url)
+            .option("topic", topic_name)
+        )
 
     with pytest.raises(Exception, match=r"only appends.*mode\(\"append\"\)"):
         writer().mode("overwrite").save()
