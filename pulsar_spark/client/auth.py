@@ -166,8 +166,11 @@ class OAuth2ClientCredentials(Authentication):
             msg = "OAuth2 needs client_id and client_secret (or a private_key file with both)"
             raise ClientError(msg)
         self._issuer = issuer_url.rstrip("/")
-        self._form = {"grant_type": "client_credentials", "client_id": client_id,
-                      "client_secret": client_secret}
+        self._form = {
+            "grant_type": "client_credentials",
+            "client_id": client_id,
+            "client_secret": client_secret,
+        }
         if audience:
             self._form["audience"] = audience
         if scope:

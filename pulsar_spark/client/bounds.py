@@ -25,7 +25,16 @@ from ..protocol.message_id import EARLIEST, LATEST, MessageId
 from ..protocol.position import InvalidPosition, Position
 from .errors import ClientError, InvalidArgument
 
-__all__ = ["Bound", "BoundLike", "end_bound", "parse_position", "publish_time_ms", "start_bound"]
+__all__ = [
+    "FROM_EARLIEST",
+    "TO_LATEST",
+    "Bound",
+    "BoundLike",
+    "end_bound",
+    "parse_position",
+    "publish_time_ms",
+    "start_bound",
+]
 
 #: What the client API accepts as a start or an end.
 BoundLike = Position | str | MessageId | dt.datetime
@@ -44,6 +53,11 @@ class Bound:
     message_id: MessageId
     inclusive: bool = True
     time_ms: int | None = None
+
+
+#: A read from the first message on, and one to the last message (when it starts).
+FROM_EARLIEST = Bound(EARLIEST)
+TO_LATEST = Bound(LATEST)
 
 
 def publish_time_ms(value: dt.datetime, what: str) -> int:
@@ -91,29 +105,27 @@ def parse_position(value: str | MessageId | Position, what: str) -> MessageId:
 
 def start_bound(value: BoundLike, inclusive: bool = True, what: str = "start") -> Bound:
     """Where a read starts; ``inclusive`` applies to ids given without a position kind."""
-    if isinstance(value, dt.datetime):
-        return Bound(EARLIEST, True, publish_time_ms(value, what))
-    position = _as_position(value, what)
-    if position is not None:
-        if position.kind == "time":
-            return Bound(EARLIEST, True, position.time_ms)
-        return Bound(position.id_or(), position.inclusive)
-    return Bound(parse_position(value, what), inclusive)
+    return _bound(value, inclusive, what, end=False)
 
 
 def end_bound(value: BoundLike, inclusive: bool = True, what: str = "end") -> Bound:
     """Where a read ends; ``inclusive`` applies to ids given without a position kind."""
+    return _bound(value, inclusive, what, end=True)
+
+
+def _bound(value: BoundLike, inclusive: bool, what: str, *, end: bool) -> Bound:
+    unset = LATEST if end else EARLIEST  # the id that stands for a time to resolve
     if isinstance(value, dt.datetime):
-        return Bound(LATEST, inclusive, publish_time_ms(value, what))
+        return Bound(unset, True, publish_time_ms(value, what))
     position = _as_position(value, what)
-    if position is not None:
-        if position.kind == "time":
-            return Bound(LATEST, inclusive, position.time_ms)
-        if position.kind in ("earliest", "latest"):
-            return Bound(position.id_or(), True)
-        # The end of a range is the start of the next: after:X ends with X included.
-        return Bound(position.id_or(), not position.inclusive)
-    return Bound(parse_position(value, what), inclusive)
+    if position is None:
+        return Bound(parse_position(value, what), inclusive)
+    if position.kind == "time":
+        return Bound(unset, True, position.time_ms)
+    if not position.is_id:  # earliest, latest
+        return Bound(position.id_or(), True)
+    # The end of a range is the start of the next: as an end, after:X includes X.
+    return Bound(position.id_or(), position.inclusive != end)
 
 
 def _as_position(value: object, what: str) -> Position | None:

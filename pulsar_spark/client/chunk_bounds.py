@@ -87,34 +87,35 @@ class ChunkBounds:
         return False
 
     def past_end_done(self) -> bool:
-        """An entry past the end came: whether the read is over (no message begun in
-        the range waits for chunks, or the wait is over: those are dropped)."""
+        """An entry past the end came: whether the read is over (see :meth:`_over`)."""
+        return self._over("no further chunk came for {wait:.0f} s")
+
+    def nothing_to_wait_for(self) -> bool:
+        """The broker has nothing more: whether the read is over (see :meth:`_over`)."""
+        return self._over("no further chunk was published for {waited:.0f} s")
+
+    def _over(self, why: str) -> bool:
+        """True when no message begun in the range waits for chunks, or when the wait
+        for them is over (they are dropped, saying ``why``): chunks still to come are
+        waited for as long as a Pulsar consumer keeps an incomplete chunked message."""
         if not self._assembler.pending:
             return True
         wait = self._reader.CHUNK_WAIT
-        if time.monotonic() - self._chunk_at > wait:
-            self.drop_incomplete(f"no further chunk came for {wait:.0f} s")
-            return True
-        return False
-
-    def nothing_to_wait_for(self) -> bool:
-        """The broker has nothing more: whether the read is over (no message begun in
-        the range waits for chunks, or the wait is over: those are dropped)."""
-        if not self._assembler.pending:
-            return True
-        # Chunks still to come for a message begun in the range: wait as long as a
-        # Pulsar consumer keeps an incomplete chunked message.
         waited = time.monotonic() - self._chunk_at
-        if waited < self._reader.CHUNK_WAIT:
+        if waited <= wait:
             return False
-        self.drop_incomplete(f"no further chunk was published for {waited:.0f} s")
+        self.drop_incomplete(why.format(wait=wait, waited=waited))
         return True
 
     def drop_incomplete(self, why: str) -> None:
         """Give up on chunked messages that will not be completed, loudly."""
         for name, (ledger, entry_id) in self._assembler.incomplete():
             self._log.warning(
-                "%s: dropping chunked message %r (first chunk %d:%d): %s", self._reader.topic,
-                name, ledger, entry_id, why,
+                "%s: dropping chunked message %r (first chunk %d:%d): %s",
+                self._reader.topic,
+                name,
+                ledger,
+                entry_id,
+                why,
             )
         self._assembler.clear()

@@ -6,20 +6,22 @@ import contextlib
 import datetime as dt
 import re
 from collections.abc import Callable, Generator, Iterator
+from typing import Any
 
 import pyarrow as pa
 
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
 from ..protocol.topics import base_topic
-from .auth import Authentication
+from .auth import Authentication, NoAuthentication
 from .bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
-from .config import ClientConfig
+from .config import ClientConfig, TlsOptions
 from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
-from .names import TopicName, parse_topic
-from .probes import first_entry, last_message_id, message_id_at_time, partition_reader, scan
+from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
+from .reader import PartitionReader, message_id_at_time
+from .reader_session import first_entry, last_message_id
 from .routing import PartitionedProducer
 from .sinks import MessageRef
 from .subscription import acknowledge_cumulative, unsubscribe
@@ -54,16 +56,14 @@ class PulsarClient:
         listener_name: str | None = None,
     ) -> None:
         #: The configuration every connection of this client uses (built once).
-        self.config = ClientConfig.build(
-            service_url,
-            auth=auth,
-            tls_trust_certs_file=tls_trust_certs_file,
-            tls_validate_hostname=tls_validate_hostname,
-            tls_allow_insecure=tls_allow_insecure,
-            connect_timeout=connect_timeout,
-            operation_timeout=operation_timeout,
-            keepalive_interval=keepalive_interval,
-            listener_name=listener_name,
+        self.config = ClientConfig(
+            parse_service_url(service_url),
+            auth or NoAuthentication(),
+            TlsOptions(tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure),
+            connect_timeout,
+            operation_timeout,
+            keepalive_interval,
+            listener_name,
         )
         self.service_url = self.config.service_url
         self.operation_timeout = operation_timeout
@@ -115,8 +115,7 @@ class PulsarClient:
         names = {base_topic(t)[0] for t in self._lookup.topics_of_namespace("/".join(parts))}
         if regex is not None:
             names = {
-                t for t in names
-                if regex.fullmatch(t) or regex.fullmatch(t.split("://", 1)[-1])
+                t for t in names if regex.fullmatch(t) or regex.fullmatch(t.split("://", 1)[-1])
             }
         return sorted(names)
 
@@ -135,8 +134,9 @@ class PulsarClient:
                 msg = f"publish_time={publish_time}: expected a time, not a message position"
                 raise ClientError(msg)
             publish_time = publish_time.time_ms
-        return message_id_at_time(self._lookup, name, publish_time,
-                                  operation_timeout=self.operation_timeout)
+        return message_id_at_time(
+            self._lookup, name, publish_time, operation_timeout=self.operation_timeout
+        )
 
     def entry_exists(self, topic: str, message_id: str | MessageId) -> bool:
         """Whether the entry of ``message_id`` is still stored in ``topic`` (a
@@ -157,15 +157,20 @@ class PulsarClient:
         one partition) past entry ``message_id``, creating the subscription if needed:
         the broker's backlog for it then counts what follows."""
         name = self._one_partition(topic, "acknowledge on")
-        acknowledge_cumulative(self._lookup, name, subscription,
-                               parse_position(message_id, "message_id"),
-                               operation_timeout=self.operation_timeout)
+        acknowledge_cumulative(
+            self._lookup,
+            name,
+            subscription,
+            parse_position(message_id, "message_id"),
+            operation_timeout=self.operation_timeout,
+        )
 
     def unsubscribe(self, topic: str, subscription: str) -> None:
         """Delete the durable ``subscription`` of ``topic`` (every partition)."""
         for partition in self._partitions_of(parse_topic(topic)):
-            unsubscribe(self._lookup, partition, subscription,
-                        operation_timeout=self.operation_timeout)
+            unsubscribe(
+                self._lookup, partition, subscription, operation_timeout=self.operation_timeout
+            )
 
     def _one_partition(self, topic: str, what: str) -> TopicName:
         name = parse_topic(topic)
@@ -176,8 +181,9 @@ class PulsarClient:
 
     def get_last_message_id(self, topic: str) -> MessageId | None:
         """The id of the last message of a (partition) topic; None when it is empty."""
-        return last_message_id(self._lookup, parse_topic(topic),
-                               operation_timeout=self.operation_timeout)
+        return last_message_id(
+            self._lookup, parse_topic(topic), operation_timeout=self.operation_timeout
+        )
 
     # -- writing -----------------------------------------------------------------
 
@@ -186,7 +192,7 @@ class PulsarClient:
         topic: str,
         compression: str | None = None,
         batching: bool = True,
-        **options: object,
+        **options: Any,
     ) -> Producer | PartitionedProducer:
         """A producer for ``topic``; for a partitioned topic, one per partition
         behind the same interface (keys routed as the Java client does).
@@ -197,24 +203,31 @@ class PulsarClient:
         name = parse_topic(topic)
         count = 0 if name.partition >= 0 else self._lookup.partitions(name)
         if count == 0:
-            return Producer(self._lookup, name, compression=compression, batching=batching,
-                            **options)  # type: ignore[arg-type]
+            return Producer(
+                self._lookup, name, compression=compression, batching=batching, **options
+            )
         base_name = options.pop("producer_name", None)
         producers: list[Producer] = []
         try:
             for i in range(count):
                 if base_name is not None:
                     options["producer_name"] = f"{base_name}-{i}"
-                producers.append(Producer(
-                    self._lookup, name.partition_name(i), compression=compression,
-                    batching=batching, **options,  # type: ignore[arg-type]
-                ))
+                producers.append(
+                    Producer(
+                        self._lookup,
+                        name.partition_name(i),
+                        compression=compression,
+                        batching=batching,
+                        **options,
+                    )
+                )
         except BaseException:
             for producer in producers:
                 producer.close()
             raise
         return PartitionedProducer(
-            producers, switch_every=int(options.get("batch_max_messages", 1000))  # type: ignore[call-overload]
+            producers,
+            switch_every=int(options.get("batch_max_messages", 1000)),
         )
 
     # -- reading -----------------------------------------------------------------
@@ -255,9 +268,14 @@ class PulsarClient:
         """
         first, last = start_bound(start, start_inclusive), end_bound(end, end_inclusive)
         for partition in self._partitions_of(parse_topic(topic)):
-            yield from partition_reader(
-                self._lookup, partition, first, last, operation_timeout=self.operation_timeout,
-                receiver_queue_size=receiver_queue_size, batch_rows=batch_rows,
+            yield from PartitionReader(
+                self._lookup,
+                partition,
+                start=first,
+                end=last,
+                receiver_queue_size=receiver_queue_size,
+                batch_rows=batch_rows,
+                operation_timeout=self.operation_timeout,
                 missing_start=missing_start,
             )
 
@@ -288,9 +306,15 @@ class PulsarClient:
         """
         name = self._one_partition(topic, "scan")
         first, last = start_bound(start), end_bound(end)
-        queue = 1000 if limit is None else min(max(limit, 1), 1000)
-        return scan(self._lookup, name, first, last, limit=limit, receiver_queue_size=queue,
-                    operation_timeout=self.operation_timeout)
+        reader = PartitionReader(
+            self._lookup,
+            name,
+            start=first,
+            end=last,
+            receiver_queue_size=1000 if limit is None else min(max(limit, 1), 1000),
+            operation_timeout=self.operation_timeout,
+        )
+        return reader.ids(limit)
 
     def first_message(
         self, topic: str, start: BoundLike = "earliest", end: BoundLike = "latest"

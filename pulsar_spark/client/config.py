@@ -2,9 +2,9 @@
 
 :class:`ClientConfig` holds the parsed service URL, authentication, TLS,
 timeouts, keep-alive and listener name. :class:`~.client.PulsarClient` builds
-it from its keyword arguments (:meth:`ClientConfig.build` checks them and
-parses the service URL, once) and passes it to the connection pool, the
-lookup service and each :class:`~.connection.Connection`.
+it from its keyword arguments (parsing the service URL once; the timeouts are
+checked here) and passes it to the connection pool, the lookup service and each
+:class:`~.connection.Connection`.
 """
 
 from __future__ import annotations
@@ -47,12 +47,14 @@ class TlsOptions:
 
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
-    """Everything a connection needs to know, fixed for the client's life.
+    """Everything a connection needs to know, fixed for the client's life; use
+    :func:`dataclasses.replace` for a variant.
 
     Attributes:
-        service_url: where discovery starts (parsed).
+        service_url: where discovery starts (parsed once, by the client).
         auth: authentication provider.
-        tls: TLS settings; None exactly when the service URL is plain ``pulsar://``.
+        tls: TLS settings; None exactly when the service URL is plain ``pulsar://``
+            (defaults when it is ``pulsar+ssl://`` and none are given).
         connect_timeout: seconds for TCP connect, TLS and handshake.
         operation_timeout: default seconds a request waits for its answer.
         keepalive_interval: seconds of silence after which a PING goes out;
@@ -68,48 +70,27 @@ class ClientConfig:
     keepalive_interval: float = 30.0
     listener_name: str | None = None
 
-    @classmethod
-    def build(
-        cls,
-        service_url: str | ServiceUrl,
-        *,
-        auth: Authentication | None = None,
-        tls_trust_certs_file: str | None = None,
-        tls_validate_hostname: bool = True,
-        tls_allow_insecure: bool = False,
-        connect_timeout: float = 10.0,
-        operation_timeout: float = 30.0,
-        keepalive_interval: float = 30.0,
-        listener_name: str | None = None,
-    ) -> ClientConfig:
-        """Check the settings and parse the service URL.
+    def __post_init__(self) -> None:
+        """Check the timeouts; TLS settings apply to ``pulsar+ssl://`` only.
 
         Raises:
-            InvalidServiceUrl: the URL does not parse.
             ClientError: a timeout or interval that is not a positive number.
         """
-        for name, value in (
-            ("connect_timeout", connect_timeout),
-            ("operation_timeout", operation_timeout),
-            ("keepalive_interval", keepalive_interval),
-        ):
+        for name in ("connect_timeout", "operation_timeout", "keepalive_interval"):
+            value = getattr(self, name)
             if not value > 0:
                 msg = f"{name} must be a positive number of seconds, not {value!r}"
                 raise ClientError(msg)
-        url = service_url if isinstance(service_url, ServiceUrl) else parse_service_url(
-            service_url
-        )
-        tls = (
-            TlsOptions(tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure)
-            if url.tls
-            else None
-        )
-        return cls(
-            url,
-            auth or NoAuthentication(),
-            tls,
-            connect_timeout,
-            operation_timeout,
-            keepalive_interval,
-            listener_name,
-        )
+        if not self.service_url.tls:
+            object.__setattr__(self, "tls", None)
+        elif self.tls is None:
+            object.__setattr__(self, "tls", TlsOptions())
+
+    @classmethod
+    def for_url(cls, url: str) -> ClientConfig:
+        """Default settings for the service URL ``url``.
+
+        Raises:
+            InvalidServiceUrl: the URL does not parse.
+        """
+        return cls(parse_service_url(url))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -26,13 +25,20 @@ from ..protocol.errors import ProtocolError, PulsarError, server_error
 from ..protocol.framing import Frame, FrameDecoder, command_name, encode_command, subcommand
 from .config import ClientConfig, TlsOptions
 from .dispatch import Handler, Key, Kind, route
-from .errors import ConnectError, ConnectionClosed, OperationTimeout, UnexpectedAnswer
+from .errors import ConnectionClosed, OperationTimeout, UnexpectedAnswer
 from .handshake import CLIENT_VERSION, PROTOCOL_VERSION, auth_response, handshake
 from .names import ServiceUrl
 from .transport import Transport
 
-__all__ = ["CLIENT_VERSION", "Connection", "Handler", "Key", "Kind", "PROTOCOL_VERSION",
-           "TlsOptions"]
+__all__ = [
+    "CLIENT_VERSION",
+    "Connection",
+    "Handler",
+    "Key",
+    "Kind",
+    "PROTOCOL_VERSION",
+    "TlsOptions",
+]
 
 log = logging.getLogger(__name__)
 
@@ -115,20 +121,23 @@ class Connection:
     def _connect(self) -> None:
         deadline = time.monotonic() + self.connect_timeout
         transport = Transport.open(
-            self.host, self.port, tls=self.config.tls, auth=self._auth,
+            self.host,
+            self.port,
+            tls=self.config.tls,
+            auth=self._auth,
             timeout=self.connect_timeout,
         )
         self._transport = transport
         try:
             connected = handshake(
-                transport, self._decoder, self._send, auth=self._auth,
-                proxy_to_broker_url=self._proxy_to, deadline=deadline,
+                transport,
+                self._decoder,
+                self._send,
+                auth=self._auth,
+                proxy_to_broker_url=self._proxy_to,
+                deadline=deadline,
                 timeout=self.connect_timeout,
             )
-        except ssl.SSLError as exc:
-            transport.close()
-            msg = f"TLS handshake with {self.address} failed: {exc}"
-            raise ConnectError(msg) from exc
         except BaseException:
             transport.close()
             raise

@@ -13,17 +13,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
 
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
 from ..protocol.errors import PulsarError, ServerError
 from ..protocol.framing import Frame
 from ..protocol.message_id import MessageId
-from .connection import Connection, Key, Kind
+from .connection import Connection, Handler, Key, Kind
 from .lookup import LookupService
 from .names import TopicName
 
-__all__ = ["FlowWindow", "Inbox", "ReaderConsumer", "get_last_message_id"]
+__all__ = ["FlowWindow", "Inbox", "ReaderConsumer", "attach_consumer", "get_last_message_id"]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -81,6 +82,23 @@ def get_last_message_id(conn: Connection, consumer_id: int, topic: TopicName) ->
     return message_id
 
 
+def attach_consumer(
+    conn: Connection, handler: Handler, subscribe: Callable[[int, int], pb.BaseCommand]
+) -> Key:
+    """Attach a consumer on ``conn``: ``handler`` registered under a fresh consumer
+    id, then the SUBSCRIBE that ``subscribe(request_id, consumer_id)`` builds; the
+    handler is removed again when that fails."""
+    key = conn.new_key(Kind.CONSUMER)
+    # Register before SUBSCRIBE: messages may follow its SUCCESS at once.
+    conn.add_handler(key, handler)
+    try:
+        conn.request(subscribe(conn.new_id(Kind.REQUEST), key.ident))
+    except BaseException:
+        conn.remove_handler(key)
+        raise
+    return key
+
+
 class ReaderConsumer:
     """A consumer on a non-durable Exclusive subscription, attached on one connection.
 
@@ -99,20 +117,21 @@ class ReaderConsumer:
         cls, lookup: LookupService, topic: TopicName, name: str, start: MessageId
     ) -> ReaderConsumer:
         """Look ``topic`` up and subscribe as ``name`` from entry ``start``."""
-        conn = lookup.connection_for(topic)
-        key = conn.new_key(Kind.CONSUMER)
         inbox = Inbox()
-        # Register before SUBSCRIBE: messages may follow its SUCCESS at once.
-        conn.add_handler(key, inbox)
-        request = commands.subscribe(
-            conn.new_id(Kind.REQUEST), key.ident, topic=str(topic), subscription=name,
-            durable=False, earliest=start.is_earliest, start_message_id=start,
+        conn = lookup.connection_for(topic)
+        key = attach_consumer(
+            conn,
+            inbox,
+            lambda request_id, consumer_id: commands.subscribe(
+                request_id,
+                consumer_id,
+                topic=str(topic),
+                subscription=name,
+                durable=False,
+                earliest=start.is_earliest,
+                start_message_id=start,
+            ),
         )
-        try:
-            conn.request(request)
-        except BaseException:
-            conn.remove_handler(key)
-            raise
         return cls(conn, key, inbox, topic)
 
     def seek_to_time(self, publish_time: int) -> bool:
@@ -153,8 +172,9 @@ class ReaderConsumer:
         if conn.closed:
             return
         try:
-            conn.request(commands.close_consumer(conn.new_id(Kind.REQUEST), self.consumer_id),
-                         timeout=5)
+            conn.request(
+                commands.close_consumer(conn.new_id(Kind.REQUEST), self.consumer_id), timeout=5
+            )
         except PulsarError as exc:
             log.debug("closing consumer on %s: %s", self.topic, exc)
 

@@ -44,12 +44,14 @@ class Connected:
 
 def auth_response(auth: Authentication) -> bytes:
     """The AUTH_RESPONSE frame to a challenge, with fresh credentials."""
-    return encode_command(commands.auth_response(
-        client_version=CLIENT_VERSION,
-        protocol_version=PROTOCOL_VERSION,
-        auth_method_name=auth.method_name,
-        auth_data=auth.auth_data(),
-    ))
+    return encode_command(
+        commands.auth_response(
+            client_version=CLIENT_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            auth_method_name=auth.method_name,
+            auth_data=auth.auth_data(),
+        )
+    )
 
 
 def handshake(
@@ -72,13 +74,17 @@ def handshake(
     """
     address = transport.address
     credentials = auth.sends_credentials
-    send(encode_command(commands.connect(
-        client_version=CLIENT_VERSION,
-        protocol_version=PROTOCOL_VERSION,
-        auth_method_name=auth.method_name if credentials else None,
-        auth_data=auth.auth_data() if credentials else None,
-        proxy_to_broker_url=proxy_to_broker_url,
-    )))
+    send(
+        encode_command(
+            commands.connect(
+                client_version=CLIENT_VERSION,
+                protocol_version=PROTOCOL_VERSION,
+                auth_method_name=auth.method_name if credentials else None,
+                auth_data=auth.auth_data() if credentials else None,
+                proxy_to_broker_url=proxy_to_broker_url,
+            )
+        )
+    )
     while True:
         frame = _next_frame(transport, decoder, deadline, timeout)
         kind = frame.command.type

@@ -141,7 +141,9 @@ class LookupService:
         tls = self.pool.service_url.tls
         for _ in range(MAX_REDIRECTS + 1):
             request = commands.lookup(
-                conn.new_id(Kind.REQUEST), str(topic), authoritative=authoritative,
+                conn.new_id(Kind.REQUEST),
+                str(topic),
+                authoritative=authoritative,
                 listener_name=self._listener,
             )
             frame = conn.request(request)

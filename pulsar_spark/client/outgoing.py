@@ -46,7 +46,9 @@ class PendingBatch:
         """The frames to (re)send, for the producer's current id (chunks not yet
         confirmed only)."""
         command = commands.send(
-            producer_id, sequence_id=self.first, num_messages=self.count,
+            producer_id,
+            sequence_id=self.first,
+            num_messages=self.count,
             highest_sequence_id=self.last if self.batched else None,
             is_chunk=self.chunks is not None,
         )
@@ -79,7 +81,9 @@ def seal(
     first, last = items[0][0], items[-1][0]
     count = len(items)
     meta = pb.MessageMetadata(
-        producer_name=producer, sequence_id=first, publish_time=int(time.time() * 1000),
+        producer_name=producer,
+        sequence_id=first,
+        publish_time=int(time.time() * 1000),
     )
     if batched:
         payload = encode_items(items)

@@ -65,8 +65,13 @@ class Producer(ProducerSession):
         if chunk_max_size is not None and chunk_max_size < 1024:
             msg = f"chunk_max_size must be at least 1024 bytes, not {chunk_max_size}"
             raise ClientError(msg)
-        super().__init__(lookup, topic, producer_name=producer_name, send_timeout=send_timeout,
-                         chunk_max_size=chunk_max_size)
+        super().__init__(
+            lookup,
+            topic,
+            producer_name=producer_name,
+            send_timeout=send_timeout,
+            chunk_max_size=chunk_max_size,
+        )
         self._codec = codec_by_name(compression)
         self._batching = batching
         self._max_messages = batch_max_messages if batching else 1
@@ -78,8 +83,9 @@ class Producer(ProducerSession):
         self._bytes = 0
         self._opened_at = 0.0
         self._create(first=True)
-        self._timer = threading.Thread(target=self._timer_loop, daemon=True,
-                                       name=f"pulsar-producer-{topic}")
+        self._timer = threading.Thread(
+            target=self._timer_loop, daemon=True, name=f"pulsar-producer-{topic}"
+        )
         self._timer.start()
 
     # -- sending -------------------------------------------------------------------
@@ -185,7 +191,8 @@ class Producer(ProducerSession):
             queue = self._queue
             seqs: range | list[None] = (
                 range(first_sequence_id, first_sequence_id + rows.n)
-                if first_sequence_id is not None else [None] * rows.n
+                if first_sequence_id is not None
+                else [None] * rows.n
             )
             for seq, pre, null, value, size in zip(
                 seqs, rows.pres, rows.nulls, rows.values, rows.sizes, strict=True
@@ -209,8 +216,13 @@ class Producer(ProducerSession):
                 self._error = OperationTimeout(msg)
         self._raise_if_failed()
         batch = seal(
-            items, producer=self.name, topic=str(self.topic), batched=batched,
-            codec=self._codec, limit=self._message_limit(), chunking=self._chunking,
+            items,
+            producer=self.name,
+            topic=str(self.topic),
+            batched=batched,
+            codec=self._codec,
+            limit=self._message_limit(),
+            chunking=self._chunking,
         )
         self._pending[batch.first] = batch
         self._pending_messages += count

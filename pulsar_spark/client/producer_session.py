@@ -92,8 +92,12 @@ class ProducerSession:
         key = conn.new_key(Kind.PRODUCER)
         conn.add_handler(key, self)
         command = commands.producer(
-            conn.new_id(Kind.REQUEST), key.ident, topic=str(self.topic), epoch=self._epoch,
-            producer_name=self.name or None, user_provided_name=self._user_name is not None,
+            conn.new_id(Kind.REQUEST),
+            key.ident,
+            topic=str(self.topic),
+            epoch=self._epoch,
+            producer_name=self.name or None,
+            user_provided_name=self._user_name is not None,
         )
         try:
             frame = conn.request(command)
@@ -171,9 +175,10 @@ class ProducerSession:
             if error.error in _FATAL_SEND_ERRORS:
                 with self._lock:
                     self._error = server_error(
-                        error.error, error.message,
+                        error.error,
+                        error.message,
                         context=f"producer {self.name} sending message {error.sequence_id} "
-                                f"to {self.topic}",
+                        f"to {self.topic}",
                     )
                     self._lock.notify_all()
             else:

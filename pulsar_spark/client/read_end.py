@@ -37,8 +37,11 @@ def end_position(
         return None
     if not start_inclusive and start.batch_index < 0 and end_key == start_key:
         return None
-    if not end_inclusive and end.batch_index < 0 and not start.is_earliest and (
-        end_key <= start_key
+    if (
+        not end_inclusive
+        and end.batch_index < 0
+        and not start.is_earliest
+        and (end_key <= start_key)
     ):
         return None  # the read ends before the entry it starts at
     return end, end_inclusive

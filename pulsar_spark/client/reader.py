@@ -31,6 +31,7 @@ read's end are handled by :class:`~.chunk_bounds.ChunkBounds`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -43,7 +44,8 @@ from ..protocol.chunks import is_chunk
 from ..protocol.entry import Entry, select
 from ..protocol.errors import PulsarError
 from ..protocol.framing import Frame
-from ..protocol.message_id import EARLIEST, LATEST, MessageId, to_signed64
+from ..protocol.message_id import EARLIEST, MessageId, to_signed64
+from .bounds import FROM_EARLIEST, TO_LATEST, Bound
 from .chunk_bounds import ChunkBounds
 from .errors import OperationTimeout
 from .lookup import LookupService
@@ -53,7 +55,7 @@ from .reader_session import ReaderSession
 from .retry import may_retry
 from .sinks import ArrowSink, Delivered, IdSink, MessageRef
 
-__all__ = ["PartitionReader"]
+__all__ = ["PartitionReader", "message_id_at_time"]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -63,29 +65,18 @@ class PartitionReader(ReaderSession):
     """Reads one non-partitioned topic or one partition: RecordBatches when
     iterated, message ids from :meth:`ids`; closes its consumer when done.
 
-    Args:
-        lookup: discovery and connections.
-        topic: the topic (a partition name for a partitioned topic).
-        start: first position: EARLIEST, LATEST or a message id.
-        start_inclusive: whether the message at ``start`` is read.
-        start_time: a publish time in ms; when given, the read starts at the
-            first message published at or after it (a seek) and ``start`` is
-            ignored.
-        end: last position to read (LATEST = the last message when the read
-            starts).
-        end_inclusive: whether the message at ``end`` is read.
-        receiver_queue_size: flow permits (messages) outstanding; the window
-            grows for large batches (:class:`~.consumer.FlowWindow`).
+    Args (besides those of :class:`~.reader_session.ReaderSession`: lookup, topic,
+    start, receiver_queue_size, operation_timeout):
+        end: where the read ends (:class:`~.bounds.Bound`): LATEST (the last
+            message when the read starts) or a message id, included or not; or a
+            publish time, to stop before the first message published at or after
+            it (resolved by a seek when the read starts).
         batch_rows, batch_bytes: when to emit a RecordBatch.
         idle_timeout: seconds without data before checking whether the end
             was already passed (it may be a marker the broker never sends).
-        operation_timeout: how long a reconnect or a stall may last.
         missing_start: called with (start, first entry) when the start is a
             message id whose entry is gone (retention, truncation, deletion):
             the broker began at a later entry. It may raise to fail the read.
-
-    Raises:
-        InvalidArgument: a ``receiver_queue_size`` below 1.
     """
 
     #: Seconds without a message, while the broker has more, before re-subscribing.
@@ -99,11 +90,8 @@ class PartitionReader(ReaderSession):
         lookup: LookupService,
         topic: TopicName,
         *,
-        start: MessageId = EARLIEST,
-        start_inclusive: bool = True,
-        start_time: int | None = None,
-        end: MessageId = LATEST,
-        end_inclusive: bool = True,
+        start: Bound = FROM_EARLIEST,
+        end: Bound = TO_LATEST,
         receiver_queue_size: int = 1000,
         batch_rows: int = 10_000,
         batch_bytes: int = 64 << 20,
@@ -112,12 +100,16 @@ class PartitionReader(ReaderSession):
         missing_start: Callable[[MessageId, MessageId], None] | None = None,
     ) -> None:
         super().__init__(
-            lookup, topic, start=start, start_inclusive=start_inclusive, start_time=start_time,
-            receiver_queue_size=receiver_queue_size, idle_timeout=idle_timeout,
+            lookup,
+            topic,
+            start=start,
+            receiver_queue_size=receiver_queue_size,
+            idle_timeout=idle_timeout,
             operation_timeout=operation_timeout,
         )
-        self._end = end
-        self._end_inclusive = end_inclusive
+        self._end = end.message_id
+        self._end_inclusive = end.inclusive
+        self._end_time = end.time_ms
         self._missing_start = missing_start
         self._batch_rows = batch_rows
         self._batch_bytes = batch_bytes
@@ -130,9 +122,14 @@ class PartitionReader(ReaderSession):
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         try:
-            yield from self._read(ArrowSink(str(self.topic), self.partition,
-                                            batch_rows=self._batch_rows,
-                                            batch_bytes=self._batch_bytes))
+            yield from self._read(
+                ArrowSink(
+                    str(self.topic),
+                    self.partition,
+                    batch_rows=self._batch_rows,
+                    batch_bytes=self._batch_bytes,
+                )
+            )
         finally:
             self.close()
 
@@ -159,14 +156,22 @@ class PartitionReader(ReaderSession):
     def _end_position(self) -> MessageId | None:
         """The end, fixed now; None when there is nothing to read."""
         start, inclusive = self._resume_point()
-        found = end_position(self._live().last_message_id(), self._end, self._end_inclusive,
-                             start, inclusive)
+        found = end_position(
+            self._live().last_message_id(), self._end, self._end_inclusive, start, inclusive
+        )
         if found is None:
             return None
         end, self._end_inclusive = found
         return end
 
     def _read(self, sink: ArrowSink | IdSink) -> Iterator[pa.RecordBatch | list[MessageRef]]:
+        if self._end_time is not None:  # stop before the first message at or after it
+            found = message_id_at_time(
+                self.lookup, self.topic, self._end_time, operation_timeout=self._timeout
+            )
+            if found is not None:
+                self._end, self._end_inclusive = found, False
+            self._end_time = None
         if self._start_time is not None:
             # pulsar-lite drops the connection on a SEEK past the newest message
             # (Apache Pulsar moves to the end): look before seeking.
@@ -214,12 +219,14 @@ class PartitionReader(ReaderSession):
         metadata = frame.metadata
         assert metadata is not None and frame.payload is not None
         payload: bytes | memoryview = frame.payload
-        self._count_permits(metadata.num_messages_in_batch if metadata.HasField(
-            "num_messages_in_batch") else 1)
+        self._count_permits(
+            metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
+        )
         if self._processed is None and self._missing_start is not None:
             self._check_first_entry(ledger, entry_id)
         beyond = (ledger, entry_id) > (end.ledger, end.entry) or (
-            not self._end_inclusive and end.batch_index < 0
+            not self._end_inclusive
+            and end.batch_index < 0
             and (ledger, entry_id) == (end.ledger, end.entry)  # the exclusive end
         )
         if beyond:
@@ -253,8 +260,16 @@ class PartitionReader(ReaderSession):
         # The broker bounds the compressed size only: a message (batch, or chunks put
         # together) may inflate well past max_message_size; the assembler's bound
         # still guards against a size that lies.
-        delivered = Delivered(ledger, entry_id, self.partition, metadata, payload,
-                              frame.broker_entry_metadata, begins, self._chunks.max_message_size)
+        delivered = Delivered(
+            ledger,
+            entry_id,
+            self.partition,
+            metadata,
+            payload,
+            frame.broker_entry_metadata,
+            begins,
+            self._chunks.max_message_size,
+        )
         sink.add(delivered, functools.partial(self._pick, ack_set=message.ack_set, end=end))
         self._mark_processed(ledger, entry_id)
         return self._at_end(ledger, entry_id, end)
@@ -325,7 +340,30 @@ class PartitionReader(ReaderSession):
             raise OperationTimeout(msg)
         if quiet > self.STALL and time.monotonic() - self._stall_reconnect_at > self.STALL:
             self._stall_reconnect_at = time.monotonic()
-            self._reconnect(f"nothing dispatched for {quiet:.0f} s although the broker has "
-                            f"messages up to {last}")
+            self._reconnect(
+                f"nothing dispatched for {quiet:.0f} s although the broker has "
+                f"messages up to {last}"
+            )
         return False
 
+
+def message_id_at_time(
+    lookup: LookupService, topic: TopicName, publish_time: int, *, operation_timeout: float = 30.0
+) -> MessageId | None:
+    """The id of the first message of ``topic`` (one partition) published at or
+    after ``publish_time`` (ms), found by a SEEK and an id-level scan; None when
+    there is none.
+
+    A chunked message begins at its first chunk (its id is its last chunk's): a
+    range that ends at the id given here must not hold its first chunks.
+    """
+    reader = PartitionReader(
+        lookup,
+        topic,
+        start=Bound(EARLIEST, True, publish_time),
+        receiver_queue_size=100,
+        operation_timeout=operation_timeout,
+    )
+    with contextlib.closing(reader.ids(limit=1)) as refs:
+        found = next(refs, None)
+    return None if found is None else found.message_id

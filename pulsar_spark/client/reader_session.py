@@ -1,6 +1,6 @@
 """A reader's consumer session on one topic (or partition): subscribe (and seek by time),
 flow and acknowledgements, reconnect with backoff, and the probes that need no
-decoding (the first entry at a position, the last message id).
+decoding (:func:`first_entry` at a position, :func:`last_message_id`).
 
 :class:`ReaderSession` keeps where the read resumes: the last entry processed,
 exclusive, or the start before any. :class:`~.reader.PartitionReader` builds
@@ -19,13 +19,14 @@ from typing import TypeVar
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.errors import PulsarError
 from ..protocol.message_id import EARLIEST, LATEST, MessageId, to_signed64
+from .bounds import FROM_EARLIEST, Bound
 from .consumer import FlowWindow, Inbox, ReaderConsumer
 from .errors import ConnectionClosed, InvalidArgument, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
 from .retry import Backoff, may_retry
 
-__all__ = ["ReaderSession"]
+__all__ = ["ReaderSession", "first_entry", "last_message_id"]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -38,11 +39,9 @@ class ReaderSession:
     Args:
         lookup: discovery and connections.
         topic: the topic (a partition name for a partitioned topic).
-        start: first position: EARLIEST, LATEST or a message id.
-        start_inclusive: whether the message at ``start`` is read.
-        start_time: a publish time in ms; when given, the read starts at the
-            first message published at or after it (a seek) and ``start`` is
-            ignored.
+        start: where the read starts (:class:`~.bounds.Bound`): EARLIEST, LATEST or
+            a message id, included or not; or a publish time, to start at the first
+            message published at or after it (a seek).
         receiver_queue_size: flow permits (messages) outstanding; the window
             grows for large batches (:class:`~.consumer.FlowWindow`).
         idle_timeout: seconds a probe waits for a frame before looking again.
@@ -57,9 +56,7 @@ class ReaderSession:
         lookup: LookupService,
         topic: TopicName,
         *,
-        start: MessageId = EARLIEST,
-        start_inclusive: bool = True,
-        start_time: int | None = None,
+        start: Bound = FROM_EARLIEST,
         receiver_queue_size: int = 1000,
         idle_timeout: float = 2.0,
         operation_timeout: float = 30.0,
@@ -70,10 +67,11 @@ class ReaderSession:
         self.lookup = lookup
         self.topic = topic
         self.partition = topic.partition
-        self._start = EARLIEST if start_time is not None else start
-        self._start_inclusive = start_inclusive or start_time is not None
+        timed = start.time_ms is not None
+        self._start = EARLIEST if timed else start.message_id
+        self._start_inclusive = start.inclusive or timed
         #: The publish time to seek to; None once a message at or after it came.
-        self._start_time = start_time
+        self._start_time = start.time_ms
         self._window = FlowWindow(receiver_queue_size)
         self._idle = idle_timeout
         self._timeout = operation_timeout
@@ -182,8 +180,9 @@ class ReaderSession:
             self._subscribe()
         last = self._live().last_message_id()
         start = self._start
-        if last is None or (not start.is_earliest and (last.ledger, last.entry) < (
-                start.ledger, start.entry)):
+        if last is None or (
+            not start.is_earliest and (last.ledger, last.entry) < (start.ledger, start.entry)
+        ):
             return None
         deadline = time.monotonic() + self._timeout
         while (left := deadline - time.monotonic()) > 0:
@@ -230,15 +229,43 @@ class ReaderSession:
 
     def _newest_publish_time(self) -> int | None:
         """The publish time (ms) of the topic's last entry; None when it is empty."""
-        last = ReaderSession(self.lookup, self.topic, start=LATEST,
-                             operation_timeout=self._timeout).last_message_id()
+        last = ReaderSession(
+            self.lookup, self.topic, start=Bound(LATEST), operation_timeout=self._timeout
+        ).last_message_id()
         if last is None:
             return None
         entry = MessageId(last.ledger, last.entry, last.partition, -1)
-        found = ReaderSession(self.lookup, self.topic, start=entry, receiver_queue_size=1,
-                              operation_timeout=self._timeout).peek_entry()
+        found = ReaderSession(
+            self.lookup,
+            self.topic,
+            start=Bound(entry),
+            receiver_queue_size=1,
+            operation_timeout=self._timeout,
+        ).peek_entry()
         return None if found is None else found[1].publish_time
 
+
+def first_entry(
+    lookup: LookupService, topic: TopicName, at: MessageId, *, operation_timeout: float = 30.0
+) -> tuple[MessageId, pb.MessageMetadata] | None:
+    """The first entry of ``topic`` (one partition) at or after ``at``, not decoded:
+    its position (batch index -1) and metadata; None when there is none.
+
+    Nothing is reassembled or decompressed: a probe of whether an entry still
+    exists, or of the publish time of the last one (which may be a chunk).
+    """
+    session = ReaderSession(
+        lookup, topic, start=Bound(at), receiver_queue_size=1, operation_timeout=operation_timeout
+    )
+    return session.peek_entry()
+
+
+def last_message_id(
+    lookup: LookupService, topic: TopicName, *, operation_timeout: float = 30.0
+) -> MessageId | None:
+    """The id of the last message of ``topic`` (one partition); None when it is empty."""
+    session = ReaderSession(lookup, topic, start=Bound(LATEST), operation_timeout=operation_timeout)
+    return session.last_message_id()
 
 
 def _fresh_name() -> str:

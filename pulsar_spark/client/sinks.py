@@ -58,8 +58,14 @@ class Delivered:
 
     def open(self, *, split: bool) -> Entry:
         return open_entry(
-            self.ledger, self.entry, self.partition, self.metadata, self.payload,
-            broker_entry_metadata=self.broker_entry_metadata, limit=self.limit, split=split,
+            self.ledger,
+            self.entry,
+            self.partition,
+            self.metadata,
+            self.payload,
+            broker_entry_metadata=self.broker_entry_metadata,
+            limit=self.limit,
+            split=split,
         )
 
 
@@ -103,8 +109,9 @@ class IdSink:
         if metadata.HasField("num_messages_in_batch"):
             entry = message.open(split=True)
         else:  # one message: nothing in its payload decides whether it is delivered
-            entry = Entry(message.ledger, message.entry, message.partition, metadata, b"",
-                          (-1,), False)
+            entry = Entry(
+                message.ledger, message.entry, message.partition, metadata, b"", (-1,), False
+            )
         positions = pick(entry)
         if not positions:
             return
@@ -117,8 +124,10 @@ class IdSink:
             return
         indexes = entry.batch_indexes
         self._refs.extend(
-            MessageRef(MessageId(message.ledger, message.entry, message.partition, indexes[p]),
-                       publish_time)
+            MessageRef(
+                MessageId(message.ledger, message.entry, message.partition, indexes[p]),
+                publish_time,
+            )
             for p in positions
         )
 

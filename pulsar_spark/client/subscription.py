@@ -22,6 +22,7 @@ from ..protocol.errors import PulsarError
 from ..protocol.framing import Frame
 from ..protocol.message_id import MessageId
 from .connection import Connection, Key, Kind
+from .consumer import attach_consumer
 from .errors import ClientError, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
@@ -50,22 +51,28 @@ def _attached(
     backoff = Backoff()
     while True:
         conn = lookup.connection_for(topic)
-        key = conn.new_key(Kind.CONSUMER)
-        conn.add_handler(key, _Ignore())
-        subscribe = commands.subscribe(
-            conn.new_id(Kind.REQUEST), key.ident, topic=str(topic), subscription=subscription,
-            durable=True, earliest=True, consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}",
-        )
         try:
-            conn.request(subscribe)
-            return conn, key
+            key = attach_consumer(
+                conn,
+                _Ignore(),
+                lambda request_id, consumer_id: commands.subscribe(
+                    request_id,
+                    consumer_id,
+                    topic=str(topic),
+                    subscription=subscription,
+                    durable=True,
+                    earliest=True,
+                    consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}",
+                ),
+            )
         except PulsarError as exc:
-            conn.remove_handler(key)
             # ConsumerBusy (a previous attachment still being closed) is retried too.
             delay = backoff.next()
             if not may_retry(exc) or time.monotonic() + delay > deadline:
                 raise
             time.sleep(delay)
+        else:
+            return conn, key
 
 
 def _detach(conn: Connection, key: Key) -> None:

@@ -229,8 +229,9 @@ class Rows:
             tails = None
         else:
             tails = [
-                encode_tail(times[i] if times else None,
-                            keys is not None and isinstance(keys[i], bytes))
+                encode_tail(
+                    times[i] if times else None, keys is not None and isinstance(keys[i], bytes)
+                )
                 for i in range(n)
             ]
         if heads is None and tails is None:

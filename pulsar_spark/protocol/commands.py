@@ -120,9 +120,7 @@ def partitioned_metadata(request_id: int, topic: str) -> pb.BaseCommand:
 def lookup(
     request_id: int, topic: str, *, authoritative: bool = False, listener_name: str | None = None
 ) -> pb.BaseCommand:
-    request = pb.CommandLookupTopic(
-        topic=topic, request_id=request_id, authoritative=authoritative
-    )
+    request = pb.CommandLookupTopic(topic=topic, request_id=request_id, authoritative=authoritative)
     if listener_name:
         request.advertised_listener_name = listener_name
     return T(type=T.LOOKUP, lookupTopic=request)
@@ -161,9 +159,7 @@ def subscribe(
         consumer_id=consumer_id,
         request_id=request_id,
         durable=durable,
-        initialPosition=(
-            pb.CommandSubscribe.Earliest if earliest else pb.CommandSubscribe.Latest
-        ),
+        initialPosition=(pb.CommandSubscribe.Earliest if earliest else pb.CommandSubscribe.Latest),
     )
     if start_message_id is not None:
         command.start_message_id.CopyFrom(start_message_id.to_pb(with_batch_index=False))

@@ -33,8 +33,11 @@ def test_the_pinned_distribution_comes_from_maven_central() -> None:
 def test_a_failed_download_names_the_url(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("PULSAR_SPARK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PULSAR_SPARK_MAVEN_URL", "http://127.0.0.1:9/maven2")
-    with pytest.raises(ap.DistributionError, match=r"cannot download http://127\.0\.0\.1:9/"
-                       r"maven2/org/apache/pulsar/pulsar-server-distribution/.*\.sha1: "):
+    with pytest.raises(
+        ap.DistributionError,
+        match=r"cannot download http://127\.0\.0\.1:9/"
+        r"maven2/org/apache/pulsar/pulsar-server-distribution/.*\.sha1: ",
+    ):
         ap.ensure_distribution("4.0.999")
     assert not list((tmp_path / "cache").glob("apache-pulsar-*"))
 
@@ -51,8 +54,11 @@ def test_render_config_replaces_in_place_and_appends_the_rest() -> None:
 
 def test_the_repository_config_has_no_duplicate_keys() -> None:
     text = (ap.CONFIG_DIR / "standalone.conf").read_text()
-    keys = [line.split("=")[0].strip() for line in text.splitlines()
-            if "=" in line and not line.lstrip().startswith("#")]
+    keys = [
+        line.split("=")[0].strip()
+        for line in text.splitlines()
+        if "=" in line and not line.lstrip().startswith("#")
+    ]
     assert len(keys) == len(set(keys))
 
 
@@ -81,8 +87,9 @@ def test_topic_path() -> None:
 # -- the session brokers -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fixture", ["apache_pulsar", "apache_pulsar_secure",
-                                     "apache_pulsar_dedup"])
+@pytest.mark.parametrize(
+    "fixture", ["apache_pulsar", "apache_pulsar_secure", "apache_pulsar_dedup"]
+)
 def test_each_variant_is_ready(request, fixture: str) -> None:
     broker = request.getfixturevalue(fixture)
     assert broker.kind == "apache"
@@ -120,8 +127,12 @@ def test_admin_calls_round_trip(apache_pulsar, topic_name) -> None:
     admin.wait_until(lambda: admin.get_deduplication(topic_name) is True, 10, "dedup policy")
     admin.set_retention(topic_name, minutes=-1, size_mb=-1)
     admin.wait_until(
-        lambda: (admin.get_retention(topic_name, applied=False) or {}).get(
-            "retentionTimeInMinutes") == -1, 10, "retention policy",
+        lambda: (
+            (admin.get_retention(topic_name, applied=False) or {}).get("retentionTimeInMinutes")
+            == -1
+        ),
+        10,
+        "retention policy",
     )
     with pytest.raises(AdminError, match="HTTP 412"):
         admin.set_deduplication(part, True)
@@ -160,12 +171,16 @@ def test_admin_errors_name_the_url_and_the_body(apache_pulsar, topic_name) -> No
         admin.create_partitioned_topic(topic_name, 1)
     err = info.value
     assert err.status == 409
-    assert str(err).startswith(f"PUT {apache_pulsar.http_url}/admin/v2/{topic_path(topic_name)}"
-                               "/partitions: HTTP 409: ")
+    assert str(err).startswith(
+        f"PUT {apache_pulsar.http_url}/admin/v2/{topic_path(topic_name)}/partitions: HTTP 409: "
+    )
     assert "already exist" in err.body.lower()
     dead = PulsarAdmin("http://127.0.0.1:9", timeout=2)
-    with pytest.raises(AdminError, match=r"GET http://127\.0\.0\.1:9/admin/v2/clusters: "
-                                         r"no answer: .*(?i:refused)"):
+    with pytest.raises(
+        AdminError,
+        match=r"GET http://127\.0\.0\.1:9/admin/v2/clusters: "
+        r"no answer: .*(?i:refused)",
+    ):
         dead.clusters()
 
 
@@ -185,9 +200,11 @@ def test_restart_keeps_acknowledged_data_and_the_ports(fresh_apache_pulsar, topi
     with PulsarClient(url) as client:
         values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
     assert values == sent
-    print(f"\ncold start {broker.cold_start_seconds:.1f} s, restart {restart:.1f} s "
-          f"(stop {broker.stop_seconds[-1]:.1f} s), RSS before restart {rss / 2**20:.0f} MiB, "
-          f"after {broker.rss_bytes() / 2**20:.0f} MiB")
+    print(
+        f"\ncold start {broker.cold_start_seconds:.1f} s, restart {restart:.1f} s "
+        f"(stop {broker.stop_seconds[-1]:.1f} s), RSS before restart {rss / 2**20:.0f} MiB, "
+        f"after {broker.rss_bytes() / 2**20:.0f} MiB"
+    )
     assert restart < 120
     # A crash (SIGKILL of the JVM's process group): acknowledged messages are in the
     # bookie's journal (written, not fsynced: journalSyncData=false) and survive it.
@@ -204,8 +221,11 @@ def test_restart_keeps_acknowledged_data_and_the_ports(fresh_apache_pulsar, topi
 
 def test_a_broker_that_cannot_start_fails_with_its_log(fresh_apache_pulsar) -> None:
     broker = fresh_apache_pulsar(start=False, settings={"managedLedgerDefaultEnsembleSize": "x"})
-    with pytest.raises(BrokerStartError, match=r"(?s)exited with status .*broker log \(tail\)"
-                       r".*managedLedgerDefaultEnsembleSize"):
+    with pytest.raises(
+        BrokerStartError,
+        match=r"(?s)exited with status .*broker log \(tail\)"
+        r".*managedLedgerDefaultEnsembleSize",
+    ):
         broker.start(timeout=60)
     assert not broker.running
 

@@ -103,8 +103,12 @@ def _raw_frames(service_url: str, topic: str, count: int, timeout: float = 20.0)
         key = conn.new_key(Kind.CONSUMER)
         conn.add_handler(key, Inbox())
         subscribe = commands.subscribe(
-            conn.new_id(Kind.REQUEST), key.ident, topic=topic,
-            subscription=f"raw-{secrets.token_hex(4)}", durable=False, earliest=True,
+            conn.new_id(Kind.REQUEST),
+            key.ident,
+            topic=topic,
+            subscription=f"raw-{secrets.token_hex(4)}",
+            durable=False,
+            earliest=True,
         )
         conn.request(subscribe)
         conn.send_command(commands.flow(key.ident, 10_000))
@@ -121,8 +125,9 @@ def test_broker_entry_metadata_gives_broker_time_and_index(apache_pulsar_dedup, 
     url = apache_pulsar_dedup.service_url
     before = int(time.time() * 1000)
     # 3 batches of 10, then 5 single messages: indexes count messages, not entries.
-    produce(url, topic_name, _values(30), batching_max_messages=10,
-            batching_max_publish_delay_ms=1000)
+    produce(
+        url, topic_name, _values(30), batching_max_messages=10, batching_max_publish_delay_ms=1000
+    )
     produce(url, topic_name, _values(5, "single"), batching=False)
     after = int(time.time() * 1000)
     frames = _raw_frames(url, topic_name, 8)
@@ -131,8 +136,14 @@ def test_broker_entry_metadata_gives_broker_time_and_index(apache_pulsar_dedup, 
         assert frame.broker_entry_metadata is not None, "no broker entry metadata on the wire"
         assert before <= frame.broker_publish_time <= after + 1000
         mid = frame.command.message.message_id
-        entry = open_entry(mid.ledgerId, mid.entryId, -1, frame.metadata, frame.payload,
-                           broker_entry_metadata=frame.broker_entry_metadata)
+        entry = open_entry(
+            mid.ledgerId,
+            mid.entryId,
+            -1,
+            frame.metadata,
+            frame.payload,
+            broker_entry_metadata=frame.broker_entry_metadata,
+        )
         msgs.extend(messages(entry))
     total = len(msgs)
     assert total == 35
@@ -147,8 +158,9 @@ def test_broker_entry_metadata_gives_broker_time_and_index(apache_pulsar_dedup, 
 def test_arrow_rows_carry_broker_publish_time_and_index(apache_pulsar_dedup, topic_name) -> None:
     url = apache_pulsar_dedup.service_url
     before = int(time.time() * 1000)
-    produce(url, topic_name, _values(20), batching_max_messages=7,
-            batching_max_publish_delay_ms=1000)
+    produce(
+        url, topic_name, _values(20), batching_max_messages=7, batching_max_publish_delay_ms=1000
+    )
     produce(url, topic_name, _values(3, "single"), batching=False)
     after = int(time.time() * 1000)
     with PulsarClient(url) as client:
@@ -268,9 +280,7 @@ def _wait_attached(admin, topic: str, producer, timeout: float = 20.0) -> None:
 def test_unload_in_the_middle_of_a_write_loses_and_repeats_nothing(
     request, topic_name, which: str
 ) -> None:
-    broker = request.getfixturevalue(
-        "apache_pulsar" if which == "plain" else "apache_pulsar_dedup"
-    )
+    broker = request.getfixturevalue("apache_pulsar" if which == "plain" else "apache_pulsar_dedup")
     admin = broker.admin
     sent = _values(3000)
     name = f"writer-{secrets.token_hex(4)}"
@@ -325,8 +335,11 @@ def _close_before_success_hook(admin, topic: str):
                 state["swallow"] = True
                 close = pb.CommandCloseProducer(producer_id=1, request_id=2**63 - 1)
                 return encode_command(T(type=T.CLOSE_PRODUCER, close_producer=close)) + raw
-        if (kind == T.CLOSE_PRODUCER and state["swallow"]
-                and frame.command.close_producer.producer_id == 1):
+        if (
+            kind == T.CLOSE_PRODUCER
+            and state["swallow"]
+            and frame.command.close_producer.producer_id == 1
+        ):
             state["swallow"] = False
             return b""
         return raw
@@ -388,8 +401,11 @@ def test_a_write_under_an_unload_storm_is_exactly_once_with_dedup(
     sent = _values(2000)
     with PulsarClient(apache_pulsar_dedup.service_url) as client:
         with client.create_producer(
-            topic_name, producer_name=f"storm-{secrets.token_hex(4)}", batch_max_messages=20,
-            batch_max_delay=0.005, send_timeout=30,
+            topic_name,
+            producer_name=f"storm-{secrets.token_hex(4)}",
+            batch_max_messages=20,
+            batch_max_delay=0.005,
+            send_timeout=30,
         ) as producer:
             producer.send(b"first")
             producer.flush()
@@ -403,9 +419,7 @@ def test_a_write_under_an_unload_storm_is_exactly_once_with_dedup(
     assert [r["value"] for r in rows] == [b"first", *sent]
 
 
-def test_a_read_under_an_unload_storm_loses_and_repeats_nothing(
-    apache_pulsar, topic_name
-) -> None:
+def test_a_read_under_an_unload_storm_loses_and_repeats_nothing(apache_pulsar, topic_name) -> None:
     sent = _values(3000)
     produce(apache_pulsar.service_url, topic_name, sent, batching_max_messages=5)
     with PulsarClient(apache_pulsar.service_url) as client:
@@ -447,9 +461,10 @@ def test_terminated_topic_reader_finishes_and_producer_is_refused(
         # A read of the terminated topic from the start finishes too.
         assert [r["value"] for r in _rows(client, topic_name)] == sent
         # Writing is refused, with the broker's word for it.
-        with pytest.raises(Exception, match=r"(?i)terminated"), client.create_producer(
-            topic_name
-        ) as producer:
+        with (
+            pytest.raises(Exception, match=r"(?i)terminated"),
+            client.create_producer(topic_name) as producer,
+        ):
             producer.send(b"too late")
             producer.flush()
     stats = admin.internal_stats(topic_name)
@@ -463,8 +478,9 @@ def test_partitions_grown_in_the_middle_of_a_run(apache_pulsar, topic_name) -> N
     admin = apache_pulsar.admin
     admin.create_partitioned_topic(topic_name, 2)
     with PulsarClient(apache_pulsar.service_url) as client:
-        assert client.get_partitions(topic_name) == [f"{topic_name}-partition-{i}"
-                                                     for i in range(2)]
+        assert client.get_partitions(topic_name) == [
+            f"{topic_name}-partition-{i}" for i in range(2)
+        ]
         with client.create_producer(topic_name) as producer:
             for i, value in enumerate(_values(100, "first")):
                 producer.send(value, key=f"k{i}")
@@ -474,8 +490,9 @@ def test_partitions_grown_in_the_middle_of_a_run(apache_pulsar, topic_name) -> N
             # The producer made for 2 partitions keeps writing to those.
             for i, value in enumerate(_values(50, "old-producer")):
                 producer.send(value, key=f"k{i}")
-        assert client.get_partitions(topic_name) == [f"{topic_name}-partition-{i}"
-                                                     for i in range(4)]
+        assert client.get_partitions(topic_name) == [
+            f"{topic_name}-partition-{i}" for i in range(4)
+        ]
         with client.create_producer(topic_name) as producer:
             for i, value in enumerate(_values(200, "second")):
                 producer.send(value, key=f"key-{i}")

@@ -66,12 +66,17 @@ def test_tls_with_hostname_verification_and_a_token_works_both_ways(
         with client.create_producer(topic_name) as producer:
             for value in _values(20):
                 producer.send(value, key="k")
-        produce(broker.service_url, topic_name, _values(5, "official"),
-                client_options=_official_options(broker))
+        produce(
+            broker.service_url,
+            topic_name,
+            _values(5, "official"),
+            client_options=_official_options(broker),
+        )
         rows = _rows(client, topic_name)
     assert [r["value"] for r in rows] == _values(20) + _values(5, "official")
-    got = read_all(broker.service_url, topic_name, at_least=25,
-                   client_options=_official_options(broker))
+    got = read_all(
+        broker.service_url, topic_name, at_least=25, client_options=_official_options(broker)
+    )
     assert [g["value"] for g in got] == _values(20) + _values(5, "official")
 
 
@@ -92,11 +97,20 @@ def test_a_certificate_from_another_ca_is_refused(apache_pulsar_secure, topic_na
     broker = apache_pulsar_secure
     sec = broker.secure
     t0 = time.monotonic()
-    with PulsarClient(
-        broker.service_url, auth=TokenAuthentication(sec.token),
-        tls_trust_certs_file=sec.other_ca_cert, connect_timeout=5, operation_timeout=5,
-    ) as client, pytest.raises(ConnectError, match=r"TLS handshake with localhost:\d+ failed"
-                               r".*(?i:certificate verify failed)"):
+    with (
+        PulsarClient(
+            broker.service_url,
+            auth=TokenAuthentication(sec.token),
+            tls_trust_certs_file=sec.other_ca_cert,
+            connect_timeout=5,
+            operation_timeout=5,
+        ) as client,
+        pytest.raises(
+            ConnectError,
+            match=r"TLS handshake with localhost:\d+ failed"
+            r".*(?i:certificate verify failed)",
+        ),
+    ):
         client.get_partitions(topic_name)
     assert time.monotonic() - t0 < 5
 
@@ -105,15 +119,26 @@ def test_the_wrong_host_name_is_refused(apache_pulsar_secure, topic_name) -> Non
     broker = apache_pulsar_secure
     sec = broker.secure
     wrong = broker.service_url.replace("localhost", "127.0.0.1")
-    with PulsarClient(
-        wrong, auth=TokenAuthentication(sec.token), tls_trust_certs_file=sec.ca_cert,
-        connect_timeout=5, operation_timeout=5,
-    ) as client, pytest.raises(ConnectError, match=r"(?i)TLS handshake with 127\.0\.0\.1:\d+ "
-                               r"failed.*(IP address mismatch|hostname mismatch)"):
+    with (
+        PulsarClient(
+            wrong,
+            auth=TokenAuthentication(sec.token),
+            tls_trust_certs_file=sec.ca_cert,
+            connect_timeout=5,
+            operation_timeout=5,
+        ) as client,
+        pytest.raises(
+            ConnectError,
+            match=r"(?i)TLS handshake with 127\.0\.0\.1:\d+ "
+            r"failed.*(IP address mismatch|hostname mismatch)",
+        ),
+    ):
         client.get_partitions(topic_name)
     # Without hostname verification the same address is accepted (the CA still counts).
     with PulsarClient(
-        wrong, auth=TokenAuthentication(sec.token), tls_trust_certs_file=sec.ca_cert,
+        wrong,
+        auth=TokenAuthentication(sec.token),
+        tls_trust_certs_file=sec.ca_cert,
         tls_validate_hostname=False,
     ) as client:
         assert client.get_partitions(topic_name) == [topic_name]
@@ -121,9 +146,12 @@ def test_the_wrong_host_name_is_refused(apache_pulsar_secure, topic_name) -> Non
 
 def test_the_system_trust_store_does_not_know_the_test_ca(apache_pulsar_secure) -> None:
     broker = apache_pulsar_secure
-    with PulsarClient(
-        broker.service_url, auth=TokenAuthentication(broker.secure.token), connect_timeout=5
-    ) as client, pytest.raises(ConnectError, match=r"(?i)certificate verify failed"):
+    with (
+        PulsarClient(
+            broker.service_url, auth=TokenAuthentication(broker.secure.token), connect_timeout=5
+        ) as client,
+        pytest.raises(ConnectError, match=r"(?i)certificate verify failed"),
+    ):
         client.get_partitions("persistent://public/default/anything")
 
 
@@ -133,12 +161,14 @@ def test_the_system_trust_store_does_not_know_the_test_ca(apache_pulsar_secure) 
 def _secure_client(broker, auth, **options) -> PulsarClient:
     options.setdefault("connect_timeout", 5)
     options.setdefault("operation_timeout", 5)
-    return PulsarClient(broker.service_url, auth=auth, tls_trust_certs_file=broker.secure.ca_cert,
-                        **options)
+    return PulsarClient(
+        broker.service_url, auth=auth, tls_trust_certs_file=broker.secure.ca_cert, **options
+    )
 
 
 @pytest.mark.parametrize(
-    "case", ["signed-by-another-key", "expired", "garbage", "none"],
+    "case",
+    ["signed-by-another-key", "expired", "garbage", "none"],
 )
 def test_a_bad_token_is_rejected_quickly_with_a_clear_error(
     apache_pulsar_secure, topic_name, case: str
@@ -153,9 +183,10 @@ def test_a_bad_token_is_rejected_quickly_with_a_clear_error(
         "none": None,
     }[case]
     t0 = time.monotonic()
-    with _secure_client(apache_pulsar_secure, auth) as client, pytest.raises(
-        PulsarError, match=r"(?i)authenticat"
-    ) as info:
+    with (
+        _secure_client(apache_pulsar_secure, auth) as client,
+        pytest.raises(PulsarError, match=r"(?i)authenticat") as info,
+    ):
         client.get_partitions(topic_name)
     assert time.monotonic() - t0 < 5
     err = info.value
@@ -174,13 +205,18 @@ def test_an_unauthorized_role_is_refused_by_name(apache_pulsar_secure, topic_nam
             client.create_producer(topic_name)
 
 
-def test_a_token_file_is_read_again_on_each_connect(apache_pulsar_secure, topic_name,
-                                                    tmp_path) -> None:
+def test_a_token_file_is_read_again_on_each_connect(
+    apache_pulsar_secure, topic_name, tmp_path
+) -> None:
     sec = apache_pulsar_secure.secure
     token_file = tmp_path / "token"
     token_file.write_text(sec.token + "\n")
-    with _secure_client(apache_pulsar_secure, TokenAuthentication(token_file=str(token_file))
-                        ) as client, client.create_producer(topic_name) as producer:
+    with (
+        _secure_client(
+            apache_pulsar_secure, TokenAuthentication(token_file=str(token_file))
+        ) as client,
+        client.create_producer(topic_name) as producer,
+    ):
         producer.send(b"from a token file")
     with _secure_client(apache_pulsar_secure, TokenAuthentication(sec.token)) as client:
         assert [r["value"] for r in _rows(client, topic_name)] == [b"from a token file"]
@@ -222,8 +258,9 @@ def test_expiring_tokens_are_refreshed_through_auth_challenge(
 
     log_mark = apache_pulsar_secure.log_size()
     t0 = time.monotonic()
-    with _secure_client(apache_pulsar_secure, TokenAuthentication(fresh_token),
-                        operation_timeout=10) as client:
+    with _secure_client(
+        apache_pulsar_secure, TokenAuthentication(fresh_token), operation_timeout=10
+    ) as client:
         with client.create_producer(topic_name, batching=False) as producer:
             for i in range(16):  # 8 s: the token of the CONNECT expires twice at least
                 producer.send(f"m-{i}".encode())
@@ -249,9 +286,11 @@ def test_tls_connections_survive_many_auth_challenges_while_busy(
     not allow: the reader saw a false EOF and dropped the connection (about one answer in
     ten). Here: tokens living 2 s, ~10 s of sends, a dozen challenges, no reconnect."""
     sec = apache_pulsar_secure.secure
-    with _secure_client(apache_pulsar_secure,
-                        TokenAuthentication(lambda: sec.make_token(expires_in=2)),
-                        operation_timeout=10) as client:
+    with _secure_client(
+        apache_pulsar_secure,
+        TokenAuthentication(lambda: sec.make_token(expires_in=2)),
+        operation_timeout=10,
+    ) as client:
         with client.create_producer(topic_name, batching=False) as producer:
             deadline = time.monotonic() + 10
             sent = 0
@@ -270,11 +309,13 @@ def test_a_connection_that_cannot_refresh_its_token_is_closed(
 ) -> None:
     sec = apache_pulsar_secure.secure
     token = sec.make_token(expires_in=2)  # the same token every time: it cannot refresh
-    with official_client(apache_pulsar_secure.service_url,
-                         **_official_options(apache_pulsar_secure)) as official:
+    with official_client(
+        apache_pulsar_secure.service_url, **_official_options(apache_pulsar_secure)
+    ) as official:
         official.create_producer(topic_name).send(b"exists")
-    with _secure_client(apache_pulsar_secure, TokenAuthentication(token),
-                        operation_timeout=5) as client:
+    with _secure_client(
+        apache_pulsar_secure, TokenAuthentication(token), operation_timeout=5
+    ) as client:
         assert client.get_partitions(topic_name) == [topic_name]
         conn = client._pool.get(*_host_port(apache_pulsar_secure.service_url))
         deadline = time.monotonic() + 10

@@ -8,6 +8,7 @@ connection sends: which credential, and that it is fresh each time.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 from collections.abc import Callable
@@ -72,15 +73,28 @@ class ScriptedBroker:
         self._sock.sendall(encode_command(command))
 
     def challenge(self) -> None:
-        self.send(T(type=T.AUTH_CHALLENGE, authChallenge=pb.CommandAuthChallenge(
-            server_version="scripted", protocol_version=21,
-            challenge=pb.AuthData(auth_method_name="token", auth_data=b"refresh"),
-        )))
+        self.send(
+            T(
+                type=T.AUTH_CHALLENGE,
+                authChallenge=pb.CommandAuthChallenge(
+                    server_version="scripted",
+                    protocol_version=21,
+                    challenge=pb.AuthData(auth_method_name="token", auth_data=b"refresh"),
+                ),
+            )
+        )
 
     def connected(self) -> None:
-        self.send(T(type=T.CONNECTED, connected=pb.CommandConnected(
-            server_version="scripted", protocol_version=21, max_message_size=1 << 20,
-        )))
+        self.send(
+            T(
+                type=T.CONNECTED,
+                connected=pb.CommandConnected(
+                    server_version="scripted",
+                    protocol_version=21,
+                    max_message_size=1 << 20,
+                ),
+            )
+        )
 
     def join(self) -> None:
         self._thread.join(15)
@@ -92,8 +106,12 @@ class ScriptedBroker:
 
 
 def _open(broker: ScriptedBroker, auth: Authentication) -> Connection:
-    config = ClientConfig.build(f"pulsar://127.0.0.1:{broker.port}", auth=auth,
-                                connect_timeout=5, operation_timeout=5)
+    config = dataclasses.replace(
+        ClientConfig.for_url(f"pulsar://127.0.0.1:{broker.port}"),
+        auth=auth,
+        connect_timeout=5,
+        operation_timeout=5,
+    )
     return Connection.open("127.0.0.1", broker.port, config)
 
 
@@ -138,14 +156,21 @@ def test_connect_carries_the_token_and_each_challenge_gets_a_fresh_one(tmp_path:
 def test_refused_credentials_fail_the_connect_with_the_brokers_message() -> None:
     def script(peer: ScriptedBroker) -> None:
         peer.expect(T.CONNECT)
-        peer.send(T(type=T.ERROR, error=pb.CommandError(
-            request_id=0, error=pb.AuthenticationError,
-            message="Failed to authentication token: JWT expired",
-        )))
+        peer.send(
+            T(
+                type=T.ERROR,
+                error=pb.CommandError(
+                    request_id=0,
+                    error=pb.AuthenticationError,
+                    message="Failed to authentication token: JWT expired",
+                ),
+            )
+        )
 
     broker = ScriptedBroker(script)
-    with pytest.raises(ServerError, match="AuthenticationError: Failed to authentication token"
-                       ) as caught:
+    with pytest.raises(
+        ServerError, match="AuthenticationError: Failed to authentication token"
+    ) as caught:
         _open(broker, TokenAuthentication("expired"))
     broker.join()
     assert not caught.value.retriable

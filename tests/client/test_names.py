@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -17,7 +18,8 @@ from pulsar_spark.client import (
     parse_service_url,
     parse_topic,
 )
-from pulsar_spark.protocol import EARLIEST, LATEST, MessageId
+from pulsar_spark.client.bounds import Bound, end_bound, start_bound
+from pulsar_spark.protocol import EARLIEST, LATEST, MessageId, Position
 
 
 @pytest.mark.parametrize(
@@ -38,8 +40,16 @@ def test_service_urls(url: str, scheme: str, hosts: tuple) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["http://localhost:8080", "localhost:6650", "pulsar://", "pulsar://a:notaport",
-            "pulsar://a/b", "", "pulsar://a:99999"],
+    "url",
+    [
+        "http://localhost:8080",
+        "localhost:6650",
+        "pulsar://",
+        "pulsar://a:notaport",
+        "pulsar://a/b",
+        "",
+        "pulsar://a:99999",
+    ],
 )
 def test_bad_service_urls_name_the_url(url: str) -> None:
     with pytest.raises(InvalidServiceUrl) as info:
@@ -54,13 +64,25 @@ def test_bad_service_urls_name_the_url(url: str) -> None:
         ("t", "persistent://public/default/t", -1, "persistent://public/default/t"),
         ("ten/ns/t", "persistent://ten/ns/t", -1, "persistent://ten/ns/t"),
         ("non-persistent://ten/ns/t", "non-persistent://ten/ns/t", -1, "non-persistent://ten/ns/t"),
-        ("t-partition-3", "persistent://public/default/t-partition-3", 3,
-         "persistent://public/default/t"),
-        ("persistent://a/b/x-partition-00", "persistent://a/b/x-partition-00", 0,
-         "persistent://a/b/x"),
+        (
+            "t-partition-3",
+            "persistent://public/default/t-partition-3",
+            3,
+            "persistent://public/default/t",
+        ),
+        (
+            "persistent://a/b/x-partition-00",
+            "persistent://a/b/x-partition-00",
+            0,
+            "persistent://a/b/x",
+        ),
         ("persistent://a/c/b/t", "persistent://a/c/b/t", -1, "persistent://a/c/b/t"),
-        ("t-partition-x", "persistent://public/default/t-partition-x", -1,
-         "persistent://public/default/t-partition-x"),
+        (
+            "t-partition-x",
+            "persistent://public/default/t-partition-x",
+            -1,
+            "persistent://public/default/t-partition-x",
+        ),
     ],
 )
 def test_topic_names(name: str, full: str, partition: int, base: str) -> None:
@@ -92,6 +114,43 @@ def test_positions() -> None:
     assert parse_position(MessageId(5, 6), "start") == MessageId(5, 6)
     with pytest.raises(ClientError, match="start='yesterday'"):
         parse_position("yesterday", "start")
+
+
+def test_positions_name_ids_for_the_client_api() -> None:
+    mid = MessageId(1, 2, 3, 4)
+    assert parse_position(Position.after(mid), "message_id") == mid
+    assert parse_position("from:1:2:3:4", "message_id") == mid
+    assert parse_position(Position.latest(), "start") == LATEST
+    with pytest.raises(ClientError, match="not a publish time"):
+        parse_position(Position.at_time(5), "message_id")
+    with pytest.raises(ClientError, match="after:1:x"):
+        parse_position("after:1:x", "start")
+
+
+def test_bounds_from_positions_ids_and_times() -> None:
+    mid = MessageId(1, 2, -1, 4)
+    # A position says what it includes: an end at after:X includes X, from:X stops before.
+    assert start_bound(Position.at(mid)) == Bound(mid, True)
+    assert start_bound(Position.after(mid)) == Bound(mid, False)
+    assert start_bound("after:1:2:-1:4", inclusive=True) == Bound(mid, False)
+    assert end_bound(Position.after(mid)) == Bound(mid, True)
+    assert end_bound(Position.at(mid), inclusive=True) == Bound(mid, False)
+    assert end_bound(Position.latest(), inclusive=False) == Bound(LATEST, True)
+    assert start_bound(Position.earliest()) == Bound(EARLIEST, True)
+    # Bare ids and words keep the flags they come with.
+    assert start_bound("1:2:-1:4", inclusive=False) == Bound(mid, False)
+    assert end_bound(mid, inclusive=False) == Bound(mid, False)
+    assert end_bound("latest") == Bound(LATEST, True)
+    # Times: a position or a datetime, resolved per partition later.
+    when = dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc)
+    ms = int(when.timestamp() * 1000)
+    assert start_bound(when) == start_bound(Position.at_time(ms)) == Bound(EARLIEST, True, ms)
+    assert end_bound(when).time_ms == end_bound(f"time:{ms}").time_ms == ms
+    assert start_bound(when.replace(tzinfo=None)).time_ms == ms  # naive = UTC
+    with pytest.raises(ClientError, match="end="):
+        end_bound("time:soon")
+    with pytest.raises(ClientError, match="start=3"):
+        start_bound(3)  # type: ignore[arg-type]
 
 
 def test_token_from_file_is_read_on_every_use(tmp_path) -> None:

@@ -30,9 +30,12 @@ def test_official_client_reads_what_we_produce(
 ) -> None:
     sent = _messages(150)
     compression = None if codec == "NONE" else codec.lower()
-    with PulsarClient(broker.service_url) as client, client.create_producer(
-        topic_name, compression=compression, batching=batching, batch_max_messages=40
-    ) as producer:
+    with (
+        PulsarClient(broker.service_url) as client,
+        client.create_producer(
+            topic_name, compression=compression, batching=batching, batch_max_messages=40
+        ) as producer,
+    ):
         for m in sent:
             producer.send(m["value"], m.get("key"), m.get("properties"), m.get("event_time"))
     got = read_all(broker.service_url, topic_name, at_least=len(sent))
@@ -46,24 +49,24 @@ def test_official_client_reads_what_we_produce(
 def test_flush_waits_for_every_receipt_and_we_read_it_back(broker, topic_name) -> None:
     n = 5000
     with PulsarClient(broker.service_url) as client:
-        producer = client.create_producer(topic_name, compression="lz4",
-                                          max_pending_messages=500)
+        producer = client.create_producer(topic_name, compression="lz4", max_pending_messages=500)
         for i in range(n):
             producer.send(f"m{i}".encode())
         producer.flush()
         assert producer._pending_messages == 0
-        values = [v for b in client.read_batches(topic_name)
-                  for v in b.column("value").to_pylist()]
+        values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
         producer.close()
     assert values == [f"m{i}".encode() for i in range(n)]
 
 
 def test_send_batch_from_arrow(broker, topic_name) -> None:
-    table = pa.table({
-        "value": pa.array([b"a", b"b", b"c"]),
-        "key": pa.array(["k1", None, "k3"]),
-        "properties": pa.array([[("x", "1")], [], None], pa.map_(pa.string(), pa.string())),
-    })
+    table = pa.table(
+        {
+            "value": pa.array([b"a", b"b", b"c"]),
+            "key": pa.array(["k1", None, "k3"]),
+            "properties": pa.array([[("x", "1")], [], None], pa.map_(pa.string(), pa.string())),
+        }
+    )
     with PulsarClient(broker.service_url) as client:
         with client.create_producer(topic_name) as producer:
             producer.send_batch(table)
@@ -93,15 +96,15 @@ def test_named_producer_sequence_ids_follow_the_broker(broker, topic_name) -> No
 def test_dropped_connections_resend_pending_batches(broker, fault_proxy, topic_name) -> None:
     proxy = fault_proxy(broker.service_url, drop_every_frames=12)
     n = 3000
-    with PulsarClient(proxy.service_url) as client, client.create_producer(
-        topic_name, batch_max_messages=50, send_timeout=60
-    ) as producer:
+    with (
+        PulsarClient(proxy.service_url) as client,
+        client.create_producer(topic_name, batch_max_messages=50, send_timeout=60) as producer,
+    ):
         for i in range(n):
             producer.send(f"m{i}".encode())
     assert proxy.stats()["drops"] > 0
     with PulsarClient(broker.service_url) as client:
-        values = [v for b in client.read_batches(topic_name)
-                  for v in b.column("value").to_pylist()]
+        values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
     # Without broker deduplication a batch whose receipt was lost is stored twice;
     # every message must be there, in order of first appearance.
     assert set(values) == {f"m{i}".encode() for i in range(n)}
@@ -125,9 +128,7 @@ def test_java_string_hash(key: str, java_hash_code: int) -> None:
     assert java_string_hash(key) == java_hash_code & 0x7FFF_FFFF
 
 
-def test_partitioned_topic_routes_keys_like_the_java_client(
-    partitioned_broker, topic_name
-) -> None:
+def test_partitioned_topic_routes_keys_like_the_java_client(partitioned_broker, topic_name) -> None:
     url = partitioned_broker.service_url
     keys = [f"user-{i}" for i in range(40)]
     with PulsarClient(url) as client:
@@ -152,8 +153,7 @@ def test_one_partition_by_name(partitioned_broker, topic_name) -> None:
     with PulsarClient(partitioned_broker.service_url) as client:
         with client.create_producer(f"{topic_name}-partition-2") as producer:
             producer.send(b"x")
-        rows = [r for b in client.read_batches(f"{topic_name}-partition-2")
-                for r in b.to_pylist()]
+        rows = [r for b in client.read_batches(f"{topic_name}-partition-2") for r in b.to_pylist()]
     assert [(r["value"], r["partition"]) for r in rows] == [(b"x", 2)]
 
 
@@ -200,9 +200,7 @@ def test_a_message_over_the_default_limit_is_chunked(broker, topic_name) -> None
     assert [r["value"] for r in rows] == [value, b"after"]
 
 
-def test_chunking_off_refuses_the_message_and_keeps_the_producer(
-    broker, topic_name
-) -> None:
+def test_chunking_off_refuses_the_message_and_keeps_the_producer(broker, topic_name) -> None:
     with PulsarClient(broker.service_url) as client:
         with client.create_producer(
             topic_name, batching=False, chunking=False, chunk_max_size=4096
@@ -215,14 +213,15 @@ def test_chunking_off_refuses_the_message_and_keeps_the_producer(
     assert [r["value"] for r in rows] == [b"before", b"after"]
 
 
-def test_chunked_messages_survive_dropped_connections(
-    broker, fault_proxy, topic_name
-) -> None:
+def test_chunked_messages_survive_dropped_connections(broker, fault_proxy, topic_name) -> None:
     proxy = fault_proxy(broker.service_url, drop_every_frames=7)
     sent = [_big(40_000 + i, i) for i in range(12)]
-    with PulsarClient(proxy.service_url) as client, client.create_producer(
-        topic_name, batching=False, chunk_max_size=8 * 1024, send_timeout=60
-    ) as producer:
+    with (
+        PulsarClient(proxy.service_url) as client,
+        client.create_producer(
+            topic_name, batching=False, chunk_max_size=8 * 1024, send_timeout=60
+        ) as producer,
+    ):
         for value in sent:
             producer.send(value)
     assert proxy.stats()["drops"] > 0
@@ -248,8 +247,12 @@ def _send_error_hook(code: int, message: str, times: int):
             return raw
         left[0] -= 1
         receipt = frame.command.send_receipt
-        error = pb.CommandSendError(producer_id=receipt.producer_id,
-                                    sequence_id=receipt.sequence_id, error=code, message=message)
+        error = pb.CommandSendError(
+            producer_id=receipt.producer_id,
+            sequence_id=receipt.sequence_id,
+            error=code,
+            message=message,
+        )
         return encode_command(pb.BaseCommand(type=pb.BaseCommand.SEND_ERROR, send_error=error))
 
     return hook
@@ -266,8 +269,9 @@ def test_a_fatal_send_error_fails_the_producer_with_the_brokers_message(
     with PulsarClient(proxy.service_url) as client:
         producer = client.create_producer(topic_name, batching=False)
         producer.send(b"m0")
-        with pytest.raises(ServerError, match="TopicTerminatedError: Topic was already terminated"
-                           ) as caught:
+        with pytest.raises(
+            ServerError, match="TopicTerminatedError: Topic was already terminated"
+        ) as caught:
             producer.flush(timeout=10)
         assert not caught.value.retriable
         assert topic_name in str(caught.value)
@@ -284,9 +288,10 @@ def test_a_transient_send_error_resends_on_a_new_connection(
 
     hook = _send_error_hook(pb.PersistenceError, "bookie write failed", 2)
     proxy = fault_proxy(broker.service_url, frame_hook=hook)
-    with PulsarClient(proxy.service_url) as client, client.create_producer(
-        topic_name, batch_max_messages=10
-    ) as producer:
+    with (
+        PulsarClient(proxy.service_url) as client,
+        client.create_producer(topic_name, batch_max_messages=10) as producer,
+    ):
         for i in range(100):
             producer.send(b"%d" % i)
     assert proxy.stats()["connections_accepted"] >= 2
@@ -309,13 +314,15 @@ def test_explicit_sequence_ids_must_increase(broker, topic_name) -> None:
                 producer.send(b"x", sequence_id=5)
         rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
     assert [(r["value"], r["sequenceId"]) for r in rows] == [
-        (b"a", 10), (b"b", 11), (b"c", 12), (b"d", 20), (b"e", 21)
+        (b"a", 10),
+        (b"b", 11),
+        (b"c", 12),
+        (b"d", 20),
+        (b"e", 21),
     ]
 
 
-def test_replays_are_skipped_here_or_dropped_by_the_broker(
-    apache_pulsar_dedup, topic_name
-) -> None:
+def test_replays_are_skipped_here_or_dropped_by_the_broker(apache_pulsar_dedup, topic_name) -> None:
     url = apache_pulsar_dedup.service_url
     table = pa.table({"value": [b"%d" % i for i in range(10)]})
     with PulsarClient(url) as client:
@@ -326,8 +333,7 @@ def test_replays_are_skipped_here_or_dropped_by_the_broker(
             assert producer.last_sequence_id == 109  # the broker remembers
             assert producer.send_batch(table, first_sequence_id=100) == 0  # a replay
             assert producer.send_batch(table, first_sequence_id=105) == 5  # half of one
-        with client.create_producer(topic_name, producer_name="sink-0",
-                                    batching=False) as producer:
+        with client.create_producer(topic_name, producer_name="sink-0", batching=False) as producer:
             # A producer that forgot what the broker has (as a task without the
             # broker's answer would): sent anyway, dropped by the broker, confirmed
             # as duplicates.

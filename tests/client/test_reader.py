@@ -77,9 +77,10 @@ def test_idle_connection_survives_keepalive(fresh_pulsar_lite, topic_name) -> No
 
 def test_unreachable_broker_fails_fast_and_retriably() -> None:
     started = time.monotonic()
-    with pytest.raises(ConnectError) as info, PulsarClient(
-        "pulsar://127.0.0.1:1", connect_timeout=2
-    ) as client:
+    with (
+        pytest.raises(ConnectError) as info,
+        PulsarClient("pulsar://127.0.0.1:1", connect_timeout=2) as client,
+    ):
         client.get_partitions("t")
     assert time.monotonic() - started < 5
     assert "127.0.0.1:1" in str(info.value)
@@ -138,8 +139,7 @@ def test_empty_payloads_and_empty_topic(broker, topic_name) -> None:
 
 def test_start_and_end_inside_batches(broker, topic_name) -> None:
     sent = _messages(300)
-    ids = produce(broker.service_url, topic_name, sent, batching=True,
-                  batching_max_messages=40)
+    ids = produce(broker.service_url, topic_name, sent, batching=True, batching_max_messages=40)
     values = [m["value"] for m in sent]
     with PulsarClient(broker.service_url) as client:
         got = _rows(client, topic_name, start=ids[45], end=ids[211])
@@ -157,8 +157,7 @@ def test_start_and_end_inside_batches(broker, topic_name) -> None:
 
 def test_exclusive_ends_inside_and_at_batches(broker, topic_name) -> None:
     sent = _messages(120)
-    ids = produce(broker.service_url, topic_name, sent, batching=True,
-                  batching_max_messages=40)
+    ids = produce(broker.service_url, topic_name, sent, batching=True, batching_max_messages=40)
     values = [m["value"] for m in sent]
     with PulsarClient(broker.service_url) as client:
         got = _rows(client, topic_name, end=ids[57], end_inclusive=False)
@@ -200,9 +199,7 @@ def test_start_and_end_by_publish_time(broker, topic_name) -> None:
         # Consecutive time ranges cover the topic exactly once.
         cuts = sorted({times[i] for i in (7, 12, 23)})
         bounds = ["earliest", *cuts, "latest"]
-        pieces = [
-            _rows(client, topic_name, start=a, end=b) for a, b in itertools.pairwise(bounds)
-        ]
+        pieces = [_rows(client, topic_name, start=a, end=b) for a, b in itertools.pairwise(bounds)]
         assert [r for piece in pieces for r in piece] == rows
         assert all(pieces)
         # Before everything, and after everything (pulsar-lite drops the connection on a
@@ -261,14 +258,10 @@ def test_small_queue_reads_everything_in_bounded_batches(broker, topic_name) -> 
     with PulsarClient(broker.service_url) as client:
         batches = list(client.read_batches(topic_name, receiver_queue_size=10, batch_rows=256))
     assert all(b.num_rows <= 256 + 1000 for b in batches)  # bounded by rows + one entry
-    assert [v for b in batches for v in b.column("value").to_pylist()] == [
-        m["value"] for m in sent
-    ]
+    assert [v for b in batches for v in b.column("value").to_pylist()] == [m["value"] for m in sent]
 
 
-def test_dropped_connections_lose_and_duplicate_nothing(
-    broker, fault_proxy, topic_name
-) -> None:
+def test_dropped_connections_lose_and_duplicate_nothing(broker, fault_proxy, topic_name) -> None:
     sent = _messages(3000)
     produce(broker.service_url, topic_name, sent, batching_max_messages=50)
     proxy = fault_proxy(broker.service_url, drop_every_frames=15)
@@ -285,21 +278,19 @@ def test_broker_restart_in_the_middle_of_a_read(fresh_pulsar_lite, topic_name) -
     produce(broker.service_url, topic_name, sent, batching_max_messages=50)
     values = []
     with PulsarClient(broker.service_url, operation_timeout=60) as client:
-        for i, batch in enumerate(client.read_batches(topic_name, batch_rows=500,
-                                                      receiver_queue_size=100)):
+        for i, batch in enumerate(
+            client.read_batches(topic_name, batch_rows=500, receiver_queue_size=100)
+        ):
             values.extend(batch.column("value").to_pylist())
             if i == 1:
                 broker.restart()
     assert values == [m["value"] for m in sent]
 
 
-def test_a_small_compressed_message_that_inflates_past_the_frame_limit(
-    broker, topic_name
-) -> None:
+def test_a_small_compressed_message_that_inflates_past_the_frame_limit(broker, topic_name) -> None:
     # The broker bounds the compressed size only.
     value = b"abc" * (8 * 1024 * 1024)  # 24 MiB, a few KiB as LZ4
-    produce(broker.service_url, topic_name, [value, b"next"], batching=False,
-            compression="LZ4")
+    produce(broker.service_url, topic_name, [value, b"next"], batching=False, compression="LZ4")
     with PulsarClient(broker.service_url) as client:
         rows = _rows(client, topic_name)
     assert [len(r["value"]) for r in rows] == [len(value), 4]
@@ -332,9 +323,7 @@ def test_listing_topics_with_and_without_a_pattern(apache_pulsar, topic_name) ->
         assert {plain, parted} <= set(listed)
         assert not [t for t in listed if "-partition-" in t]  # partitions listed once
         assert listed == sorted(listed)
-        assert client.list_topics("public/default", pattern=f"{topic_name}-p.*") == [
-            parted, plain
-        ]
+        assert client.list_topics("public/default", pattern=f"{topic_name}-p.*") == [parted, plain]
         assert client.list_topics("public/default", pattern=f"{short}-par.*") == [parted]
         assert client.list_topics("public/default", pattern="nothing-matches-this") == []
 
@@ -372,7 +361,7 @@ def test_a_consumer_the_broker_never_serves_is_re_created(
 
 
 def _chunked_topic(url: str, topic: str) -> tuple[list[bytes], list[str]]:
-    """"a", a message in 5 chunks, "b": one entry each; the values and the row ids."""
+    """ "a", a message in 5 chunks, "b": one entry each; the values and the row ids."""
     import random
 
     sent = [b"a", random.Random(5).randbytes(20_000), b"b"]
@@ -405,8 +394,9 @@ class _HeldChunks:
     chunks wait in a thread until :meth:`release`. Read with another client: this
     one's connection is the one holding the chunks back."""
 
-    def __init__(self, client: PulsarClient, topic: str, big: bytes,
-                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self, client: PulsarClient, topic: str, big: bytes, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         self.producer = client.create_producer(topic, batching=False, chunk_max_size=4096)
         self.producer.send(b"a")
         self._release = threading.Event()
@@ -468,9 +458,10 @@ def test_a_message_whose_chunks_stop_coming_is_dropped_loudly(
     big = random.Random(7).randbytes(20_000)
     with PulsarClient(broker.service_url) as client:
         held = _HeldChunks(client, topic_name, big, monkeypatch)
-        with caplog.at_level("WARNING", logger="pulsar_spark.client.reader"), PulsarClient(
-            broker.service_url
-        ) as reading:
+        with (
+            caplog.at_level("WARNING", logger="pulsar_spark.client.reader"),
+            PulsarClient(broker.service_url) as reading,
+        ):
             rows = _rows(reading, topic_name)
         assert [r["value"] for r in rows] == [b"a"]
         assert "dropping chunked message" in caplog.text
@@ -493,14 +484,16 @@ def test_an_abandoned_chunked_message_does_not_stall_a_read_past_it(
     monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 4.0)
     with PulsarClient(broker.service_url) as client:
         held = _HeldChunks(client, topic_name, random.Random(9).randbytes(20_000), monkeypatch)
-        with PulsarClient(broker.service_url) as other, other.create_producer(
-            topic_name, batching=False
-        ) as producer:
+        with (
+            PulsarClient(broker.service_url) as other,
+            other.create_producer(topic_name, batching=False) as producer,
+        ):
             for value in (b"b", b"c"):
                 producer.send(value)
-        with caplog.at_level("WARNING", logger="pulsar_spark.client.reader"), PulsarClient(
-            broker.service_url, operation_timeout=3.0
-        ) as reading:
+        with (
+            caplog.at_level("WARNING", logger="pulsar_spark.client.reader"),
+            PulsarClient(broker.service_url, operation_timeout=3.0) as reading,
+        ):
             everything = _rows(reading, topic_name)
             assert [r["value"] for r in everything] == [b"a", b"b", b"c"]
             started = time.monotonic()
@@ -554,17 +547,25 @@ def _arrow_refs(client: PulsarClient, topic: str, start, end, **kwargs) -> list[
 
 
 def _scanned(client: PulsarClient, topic: str, start, end, **kwargs) -> list[tuple[str, int]]:
-    return [(str(r.message_id), r.publish_time)
-            for r in client.scan_ids(topic, start, end, **kwargs)]
+    return [
+        (str(r.message_id), r.publish_time) for r in client.scan_ids(topic, start, end, **kwargs)
+    ]
 
 
 @pytest.mark.parametrize("codec", ["NONE", "LZ4"])
 def test_id_scan_selects_what_the_arrow_path_reads(broker, topic_name, codec: str) -> None:
     sent = _messages(300)
-    ids = [MessageId.parse(i) for i in produce(
-        broker.service_url, topic_name, sent, batching=True, batching_max_messages=40,
-        compression=codec,
-    )]
+    ids = [
+        MessageId.parse(i)
+        for i in produce(
+            broker.service_url,
+            topic_name,
+            sent,
+            batching=True,
+            batching_max_messages=40,
+            compression=codec,
+        )
+    ]
     entry_of_80 = MessageId(ids[80].ledger, ids[80].entry, ids[80].partition, -1)
     bounds = [
         (Position.earliest(), Position.latest()),
@@ -582,19 +583,25 @@ def test_id_scan_selects_what_the_arrow_path_reads(broker, topic_name, codec: st
             assert _scanned(client, topic_name, start, end) == arrow, (start, end)
             first = client.first_message(topic_name, start, end)
             assert (None if first is None else (str(first[0]), first[1])) == (
-                arrow[0] if arrow else None), (start, end)
+                arrow[0] if arrow else None
+            ), (start, end)
         # A position reads what the id with its inclusive flag reads.
-        assert _arrow_refs(client, topic_name, Position.after(ids[45]), Position.at(ids[211])) \
-            == _arrow_refs(client, topic_name, str(ids[45]), ids[211], start_inclusive=False,
-                           end_inclusive=False)
-        assert [v for v, _ in _arrow_refs(client, topic_name, Position.at(ids[45]),
-                                          Position.after(ids[211]))] == [
-            str(i) for i in ids[45:212]]
+        assert _arrow_refs(
+            client, topic_name, Position.after(ids[45]), Position.at(ids[211])
+        ) == _arrow_refs(
+            client, topic_name, str(ids[45]), ids[211], start_inclusive=False, end_inclusive=False
+        )
+        assert [
+            v
+            for v, _ in _arrow_refs(
+                client, topic_name, Position.at(ids[45]), Position.after(ids[211])
+            )
+        ] == [str(i) for i in ids[45:212]]
         # A limit, and leaving early.
         everything = _arrow_refs(client, topic_name, "earliest", "latest")
         assert _scanned(client, topic_name, "earliest", "latest", limit=7) == everything[:7]
         refs = client.scan_ids(topic_name)
-        assert (str(next(refs).message_id), ) == (everything[0][0], )
+        assert (str(next(refs).message_id),) == (everything[0][0],)
         refs.close()
 
 
@@ -628,8 +635,10 @@ def test_id_scan_gives_a_chunked_message_by_its_first_chunk(broker, topic_name) 
             at = Position.at(MessageId(ledger, cut, partition, -1))
             before = list(client.scan_ids(topic_name, Position.earliest(), at))
             after = list(client.scan_ids(topic_name, at, Position.latest()))
-            assert [len(_rows(client, topic_name, end=at)), len(_rows(
-                client, topic_name, start=at))] == [len(before), len(after)], cut
+            assert [
+                len(_rows(client, topic_name, end=at)),
+                len(_rows(client, topic_name, start=at)),
+            ] == [len(before), len(after)], cut
             assert before + after == scanned, cut  # the message goes with its first chunk
         # A range that ends after its first chunk holds it whole; the next range,
         # which starts there, leaves it to the range before.
@@ -640,7 +649,9 @@ def test_id_scan_gives_a_chunked_message_by_its_first_chunk(broker, topic_name) 
         assert [str(r.message_id) for r in client.scan_ids(topic_name, inside)] == [ids[2]]
         assert [r["messageId"] for r in _rows(client, topic_name, start=inside)] == ids[2:]
         assert client.first_message(topic_name, Position.at(begins)) == (
-            begins, scanned[1].publish_time)
+            begins,
+            scanned[1].publish_time,
+        )
 
 
 def test_id_probes_take_one_partition(partitioned_broker, topic_name) -> None:

@@ -16,7 +16,9 @@ from tests.support.official import official_client, produce
 def _first_received(url: str, topic: str, subscription: str) -> bytes:
     with official_client(url) as client:
         consumer = client.subscribe(
-            topic, subscription, consumer_type=pulsar.ConsumerType.Exclusive,
+            topic,
+            subscription,
+            consumer_type=pulsar.ConsumerType.Exclusive,
             initial_position=pulsar.InitialPosition.Earliest,
         )
         try:
@@ -26,8 +28,7 @@ def _first_received(url: str, topic: str, subscription: str) -> bytes:
 
 
 def test_cumulative_ack_moves_a_durable_subscription(broker, topic_name) -> None:
-    ids = produce(broker.service_url, topic_name, [b"%d" % i for i in range(100)],
-                  batching=False)
+    ids = produce(broker.service_url, topic_name, [b"%d" % i for i in range(100)], batching=False)
     with PulsarClient(broker.service_url) as client:
         client.acknowledge_cumulative(topic_name, "progress", ids[59])
         assert _first_received(broker.service_url, topic_name, "progress") == b"60"
@@ -44,9 +45,7 @@ def test_cumulative_ack_moves_a_durable_subscription(broker, topic_name) -> None
         assert _first_received(broker.service_url, topic_name, "progress") == b"0"
 
 
-def test_acknowledging_needs_one_partition_and_a_message_id(
-    partitioned_broker, topic_name
-) -> None:
+def test_acknowledging_needs_one_partition_and_a_message_id(partitioned_broker, topic_name) -> None:
     produce(partitioned_broker.service_url, topic_name, [b"x"] * 8)
     with PulsarClient(partitioned_broker.service_url) as client:
         with pytest.raises(ClientError, match="partitioned"):
