@@ -1,4 +1,6 @@
-"""Credentials on the wire: CONNECT, AUTH_CHALLENGE / AUTH_RESPONSE, refused auth.
+"""A connection against a scripted broker: credentials on the wire (CONNECT,
+AUTH_CHALLENGE / AUTH_RESPONSE, refused auth), an answer of the wrong type; the retry
+classifier.
 
 pulsar-lite has no authentication, and Apache Pulsar sends AUTH_CHALLENGE only when
 a credential expires (its tests are in the Apache suite). Here a scripted broker on
@@ -16,12 +18,19 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_spark.client import TokenAuthentication
+from pulsar_spark.client import (
+    Action,
+    ConnectionClosed,
+    NoAuthentication,
+    TokenAuthentication,
+    classify,
+)
 from pulsar_spark.client.auth import Authentication
 from pulsar_spark.client.config import ClientConfig
-from pulsar_spark.client.connection import Connection
-from pulsar_spark.protocol import pb
-from pulsar_spark.protocol.errors import PulsarError, ServerError
+from pulsar_spark.client.connection import Connection, Kind
+from pulsar_spark.client.errors import UnexpectedAnswer
+from pulsar_spark.protocol import commands, pb
+from pulsar_spark.protocol.errors import ProtocolError, PulsarError, ServerError, server_error
 from pulsar_spark.protocol.framing import FrameDecoder, encode_command
 
 T = pb.BaseCommand
@@ -215,3 +224,40 @@ class TokenServiceDown(PulsarError):
     """A credential provider's failure, as our providers raise them."""
 
     retriable = True
+
+
+def test_an_answer_of_another_type_is_a_protocol_error_not_default_values() -> None:
+    def script(peer: ScriptedBroker) -> None:
+        peer.expect(T.CONNECT)
+        peer.connected()
+        asked = peer.expect(T.PARTITIONED_METADATA).partitionMetadata
+        # A LOOKUP_RESPONSE for the partition metadata request: read unchecked, its
+        # fields would have looked like "0 partitions".
+        answer = pb.CommandLookupTopicResponse(request_id=asked.request_id)
+        peer.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=answer))
+        peer.expect(T.PARTITIONED_METADATA)  # the connection is still usable
+        response = pb.CommandPartitionedTopicMetadataResponse(
+            request_id=asked.request_id + 1, partitions=3
+        )
+        peer.send(T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=response))
+
+    broker = ScriptedBroker(script)
+    with _open(broker, NoAuthentication()) as conn:
+        with pytest.raises(UnexpectedAnswer, match="answered with LOOKUP_RESPONSE") as info:
+            conn.request(commands.partitioned_metadata(conn.new_id(Kind.REQUEST), "t"))
+        assert isinstance(info.value, ProtocolError)
+        assert not info.value.retriable
+        assert classify(info.value) is Action.FATAL
+        frame = conn.request(commands.partitioned_metadata(conn.new_id(Kind.REQUEST), "t"))
+        assert frame.command.partitionMetadataResponse.partitions == 3
+    broker.join()
+
+
+def test_retry_policy_in_one_place() -> None:
+    busy = server_error(pb.ProducerBusy, "producer name in use")
+    assert classify(busy) is Action.RETRY and not busy.retriable
+    assert classify(server_error(pb.ConsumerBusy, "exclusive")) is Action.RETRY
+    assert classify(server_error(pb.ServiceNotReady, "unloading")) is Action.RECONNECT
+    assert classify(server_error(pb.AuthorizationError, "no")) is Action.FATAL
+    assert classify(ConnectionClosed("gone")) is Action.RECONNECT
+    assert classify(ValueError("a bug")) is Action.FATAL
