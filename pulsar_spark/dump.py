@@ -52,7 +52,8 @@ _READ_SIZE = 1 << 16
 
 
 def _to_dict(message: Any) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    out: dict[str, Any] = MessageToDict(message, preserving_proto_field_name=True)
+    return out
 
 
 def _text(value: str | bytes | None) -> str | None:
@@ -91,7 +92,8 @@ def _frame_json(frame: Frame, chunks: ChunkAssembler, limit: int) -> dict[str, A
     if frame.broker_entry_metadata is not None:
         out["broker_entry_metadata"] = _to_dict(frame.broker_entry_metadata)
     ledger, entry_id, partition = _where(frame)
-    metadata, payload = frame.metadata, frame.payload
+    metadata = frame.metadata
+    payload: bytes | memoryview = frame.payload
     if is_chunk(metadata):
         whole = chunks.add(ledger, entry_id, metadata, payload)
         if whole is None:
@@ -102,14 +104,21 @@ def _frame_json(frame: Frame, chunks: ChunkAssembler, limit: int) -> dict[str, A
         # to as much as the assembler accepts, not just to the frame limit.
         limit = max(limit, chunks.max_message_size)
     entry = open_entry(
-        ledger, entry_id, partition, metadata, payload,
-        broker_entry_metadata=frame.broker_entry_metadata, limit=limit,
+        ledger,
+        entry_id,
+        partition,
+        metadata,
+        payload,
+        broker_entry_metadata=frame.broker_entry_metadata,
+        limit=limit,
     )
     out["messages"] = [_message_json(m) for m in messages(entry)]
     return out
 
 
-def dump_stream(chunks_in: Iterator[bytes], limit: int = DEFAULT_MAX_FRAME_SIZE) -> Iterator[dict]:
+def dump_stream(
+    chunks_in: Iterator[bytes], limit: int = DEFAULT_MAX_FRAME_SIZE
+) -> Iterator[dict[str, Any]]:
     """Decode a byte stream (given in pieces) into one JSON-ready dict per frame.
 
     Raises:
@@ -128,8 +137,7 @@ def dump_stream(chunks_in: Iterator[bytes], limit: int = DEFAULT_MAX_FRAME_SIZE)
                 raise exc from None
             except Exception as exc:  # e.g. string fields that are not UTF-8
                 msg = (
-                    f"cannot decode the messages of {frame.type_name}: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"cannot decode the messages of {frame.type_name}: {type(exc).__name__}: {exc}"
                 )
                 raise CorruptMessage(msg, offset=frame.offset) from exc
             yield record
@@ -153,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="one direction of a connection")
     parser.add_argument(
-        "--max-frame-size", type=int, default=DEFAULT_MAX_FRAME_SIZE,
+        "--max-frame-size",
+        type=int,
+        default=DEFAULT_MAX_FRAME_SIZE,
         help=f"largest frame accepted, in bytes (default {DEFAULT_MAX_FRAME_SIZE})",
     )
     args = parser.parse_args(argv)
