@@ -1,8 +1,8 @@
 """Behaviours only the real broker has: chunking, broker entry metadata, deduplication,
-unload, terminate and partition growth, against Apache Pulsar 4.0 (tests/apache_pulsar.py).
+unload, terminate and partition growth, against Apache Pulsar 4.0 (tests/support/apache.py).
 
-Our client (:class:`PulsarClient`) on one side, the official client (``tests/brokers.py``
-helpers) or the admin REST API (``tests/admin.py``) on the other.
+Our client (:class:`PulsarClient`) on one side, the official client (``tests/support/official.py``
+helpers) or the admin REST API (``tests/support/admin.py``) on the other.
 """
 
 from __future__ import annotations

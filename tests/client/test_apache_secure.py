@@ -1,5 +1,5 @@
 """TLS, token authentication, mutual TLS and credential refresh against Apache Pulsar 4.0
-(the ``apache_pulsar_secure`` fixture of tests/apache_pulsar.py).
+(the ``apache_pulsar_secure`` fixture of tests/support/apache.py).
 
 The broker's certificate names ``localhost`` only, so ``localhost`` is the right host name
 and ``127.0.0.1`` (the same socket) the wrong one. Tokens are HS256 JWTs signed with the

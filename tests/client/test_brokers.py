@@ -1,4 +1,4 @@
-"""The test infrastructure for real brokers works (tests/brokers.py).
+"""The test infrastructure for real brokers works (tests/support/).
 
 pulsar-lite starts, answers the readiness handshake, runs several instances at once, keeps
 data across a restart and a crash; the official client round-trips messages with every
