@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
+from ..protocol.schema_info import SchemaInfo
 from ..protocol.topics import base_topic
 from .auth import Authentication, NoAuthentication
 from .bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
@@ -23,6 +24,7 @@ from .producer import Producer
 from .reader import PartitionReader, message_id_at_time
 from .reader_session import first_entry, last_message_id
 from .routing import PartitionedProducer
+from .schemas import SchemaRegistry, VersionedSchema
 from .sinks import MessageRef
 from .subscription import acknowledge_cumulative, unsubscribe
 
@@ -69,6 +71,7 @@ class PulsarClient:
         self.operation_timeout = operation_timeout
         self._pool = ConnectionPool(self.config)
         self._lookup = LookupService(self._pool)
+        self._schemas = SchemaRegistry(self._lookup, operation_timeout=operation_timeout)
 
     def __enter__(self) -> PulsarClient:
         return self
@@ -185,6 +188,33 @@ class PulsarClient:
             self._lookup, parse_topic(topic), operation_timeout=self.operation_timeout
         )
 
+    # -- schemas -----------------------------------------------------------------
+
+    def get_schema(self, topic: str, version: int | None = None) -> SchemaInfo | None:
+        """The schema of ``topic``: the latest, or that of ``version``; None when the
+        topic has no schema (or not that version) and on a broker without a schema
+        registry (pulsar-lite: answered at once, no request). Versions are cached.
+
+        Raises:
+            ServerError: any other broker error, naming the topic.
+        """
+        found = self._schemas.get(parse_topic(topic), version)
+        return None if found is None else found.info
+
+    def latest_schema(self, topic: str) -> VersionedSchema | None:
+        """The latest schema of ``topic`` with its version (as :meth:`get_schema`)."""
+        return self._schemas.get(parse_topic(topic))
+
+    def get_or_create_schema(self, topic: str, schema: SchemaInfo) -> int | None:
+        """Register ``schema`` for the existing ``topic`` unless it has it; its version.
+        None for NONE or BYTES (no schema) and on pulsar-lite (no registry).
+
+        Raises:
+            IncompatibleSchemaError: refused by the broker, naming topic and type.
+            TopicNotFoundError: no such topic.
+        """
+        return self._schemas.get_or_create(parse_topic(topic), schema)
+
     # -- writing -----------------------------------------------------------------
 
     def create_producer(
@@ -198,7 +228,12 @@ class PulsarClient:
         behind the same interface (keys routed as the Java client does).
 
         ``options``: ``producer_name``, ``batch_max_messages``, ``batch_max_bytes``,
-        ``batch_max_delay`` (s), ``max_pending_messages``, ``send_timeout`` (s).
+        ``batch_max_delay`` (s), ``max_pending_messages``, ``send_timeout`` (s),
+        ``schema`` (a :class:`SchemaInfo` the broker registers or checks as for the
+        official clients, not sent for NONE or BYTES; the producer's
+        ``schema_version`` says which version it got, and its messages carry it;
+        values are sent as given; an incompatible one raises
+        ``IncompatibleSchemaError`` naming the topic and the schema type).
         """
         name = parse_topic(topic)
         count = 0 if name.partition >= 0 else self._lookup.partitions(name)
@@ -243,6 +278,7 @@ class PulsarClient:
         receiver_queue_size: int = 1000,
         batch_rows: int = 10_000,
         missing_start: Callable[[MessageId, MessageId], None] | None = None,
+        schema: SchemaInfo | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
         starts) as RecordBatches with the row schema.
@@ -261,7 +297,8 @@ class PulsarClient:
 
         ``missing_start(start, first)`` is called when ``start`` is a message id
         whose entry is gone (the broker began at ``first``, a later entry); it
-        may raise to end the read.
+        may raise to end the read. ``schema`` goes in each SUBSCRIBE for the
+        broker to check against the topic's (values stay bytes).
 
         Raises:
             ClientError: a malformed start or end, naming it.
@@ -277,6 +314,7 @@ class PulsarClient:
                 batch_rows=batch_rows,
                 operation_timeout=self.operation_timeout,
                 missing_start=missing_start,
+                schema=schema,
             )
 
     # -- id-level probes (no Arrow is built) ----------------------------------------

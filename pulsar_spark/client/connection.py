@@ -23,6 +23,7 @@ from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
 from ..protocol.errors import ProtocolError, PulsarError, server_error
 from ..protocol.framing import Frame, FrameDecoder, command_name, encode_command, subcommand
+from .capabilities import Capabilities
 from .config import ClientConfig, TlsOptions
 from .dispatch import Handler, Key, Kind, route
 from .errors import ConnectionClosed, OperationTimeout, UnexpectedAnswer
@@ -89,6 +90,8 @@ class Connection:
         self.server_version = ""
         self.protocol_version = 0
         self.max_message_size: int | None = None
+        #: What the broker implements, from its CONNECTED answer.
+        self.capabilities = Capabilities.of("", 0)
         #: PINGs from the broker answered, and PINGs we sent.
         self.pings_answered = 0
         self.pings_sent = 0
@@ -144,6 +147,7 @@ class Connection:
         self.server_version = connected.server_version
         self.protocol_version = connected.protocol_version
         self.max_message_size = connected.max_message_size
+        self.capabilities = Capabilities.of(connected.server_version, connected.protocol_version)
         transport.start_reading(min(self._keepalive, 1.0))
         self._reader = threading.Thread(
             target=self._read_loop, name=f"pulsar-reader-{self.address}", daemon=True

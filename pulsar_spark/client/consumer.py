@@ -20,9 +20,11 @@ from ..protocol import commands
 from ..protocol.errors import PulsarError, ServerError
 from ..protocol.framing import Frame
 from ..protocol.message_id import MessageId
+from ..protocol.schema_info import SchemaInfo
 from .connection import Connection, Handler, Key, Kind
 from .lookup import LookupService
 from .names import TopicName
+from .schemas import with_schema_context
 
 __all__ = ["FlowWindow", "Inbox", "ReaderConsumer", "attach_consumer", "get_last_message_id"]
 
@@ -114,24 +116,35 @@ class ReaderConsumer:
 
     @classmethod
     def subscribe(
-        cls, lookup: LookupService, topic: TopicName, name: str, start: MessageId
+        cls,
+        lookup: LookupService,
+        topic: TopicName,
+        name: str,
+        start: MessageId,
+        schema: SchemaInfo | None = None,
     ) -> ReaderConsumer:
-        """Look ``topic`` up and subscribe as ``name`` from entry ``start``."""
+        """Look ``topic`` up and subscribe as ``name`` from entry ``start``, with
+        ``schema`` for the broker to check (an incompatible one raises
+        ``IncompatibleSchemaError`` naming the topic and the schema type)."""
         inbox = Inbox()
         conn = lookup.connection_for(topic)
-        key = attach_consumer(
-            conn,
-            inbox,
-            lambda request_id, consumer_id: commands.subscribe(
-                request_id,
-                consumer_id,
-                topic=str(topic),
-                subscription=name,
-                durable=False,
-                earliest=start.is_earliest,
-                start_message_id=start,
-            ),
-        )
+        try:
+            key = attach_consumer(
+                conn,
+                inbox,
+                lambda request_id, consumer_id: commands.subscribe(
+                    request_id,
+                    consumer_id,
+                    topic=str(topic),
+                    subscription=name,
+                    durable=False,
+                    earliest=start.is_earliest,
+                    start_message_id=start,
+                    schema=schema,
+                ),
+            )
+        except ServerError as exc:
+            raise with_schema_context(exc, "reader on", topic, schema) from exc
         return cls(conn, key, inbox, topic)
 
     def seek_to_time(self, publish_time: int) -> bool:

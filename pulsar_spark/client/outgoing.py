@@ -69,9 +69,11 @@ def seal(
     codec: int,
     limit: int,
     chunking: bool,
+    schema_version: bytes = b"",
 ) -> PendingBatch:
     """Seal queued items (consecutive ids unless given explicitly) into a batch, or
-    one message alone when not ``batched``; chunked when it exceeds ``limit``.
+    one message alone when not ``batched``; chunked when it exceeds ``limit``;
+    ``schema_version`` (the producer's, when it has one) goes into the metadata.
 
     Raises:
         EncodeError: a batch over the limit (the producer keeps batches within it).
@@ -85,6 +87,8 @@ def seal(
         sequence_id=first,
         publish_time=int(time.time() * 1000),
     )
+    if schema_version:
+        meta.schema_version = schema_version
     if batched:
         payload = encode_items(items)
         meta.num_messages_in_batch = count

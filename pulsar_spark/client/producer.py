@@ -20,6 +20,7 @@ import pyarrow as pa
 from ..columnar.rows import InvalidRows, Item, Rows, encode_head, encode_pre, encode_tail
 from ..protocol.codecs import codec_by_name
 from ..protocol.errors import PulsarError
+from ..protocol.schema_info import SchemaInfo
 from .errors import ClientError, InvalidArgument, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
@@ -44,6 +45,9 @@ class Producer(ProducerSession):
         chunking: send messages larger than the broker's ``max_message_size`` in
             chunks (the default); when off, such a message fails the send.
         chunk_max_size: a smaller limit for metadata + payload of one chunk.
+        schema: the topic's schema for the broker to register or check (values
+            are sent as given: encoding them is the caller's); its version is
+            :attr:`schema_version`.
     """
 
     def __init__(
@@ -61,6 +65,7 @@ class Producer(ProducerSession):
         send_timeout: float = 30.0,
         chunking: bool = True,
         chunk_max_size: int | None = None,
+        schema: SchemaInfo | None = None,
     ) -> None:
         if chunk_max_size is not None and chunk_max_size < 1024:
             msg = f"chunk_max_size must be at least 1024 bytes, not {chunk_max_size}"
@@ -71,6 +76,7 @@ class Producer(ProducerSession):
             producer_name=producer_name,
             send_timeout=send_timeout,
             chunk_max_size=chunk_max_size,
+            schema=schema,
         )
         self._codec = codec_by_name(compression)
         self._batching = batching
@@ -223,6 +229,7 @@ class Producer(ProducerSession):
             codec=self._codec,
             limit=self._message_limit(),
             chunking=self._chunking,
+            schema_version=self._schema_version_bytes,
         )
         self._pending[batch.first] = batch
         self._pending_messages += count

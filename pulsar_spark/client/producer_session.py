@@ -26,14 +26,16 @@ from collections import OrderedDict
 
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
-from ..protocol.errors import PulsarError, server_error
+from ..protocol.errors import PulsarError, ServerError, server_error
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE, Frame
+from ..protocol.schema_info import SchemaInfo, version_from_bytes
 from .connection import Connection, Key, Kind
 from .errors import ClientError, ConnectionClosed
 from .lookup import LookupService
 from .names import TopicName
 from .outgoing import PendingBatch
 from .retry import Backoff, may_retry
+from .schemas import with_schema_context
 
 __all__ = ["ProducerSession"]
 
@@ -53,6 +55,8 @@ class ProducerSession:
         producer_name: a fixed name (for deduplication); the broker's otherwise.
         send_timeout: seconds a batch may wait for its receipt, reconnects included.
         chunk_max_size: a smaller limit for metadata + payload of one message.
+        schema: the schema the broker registers (or checks) for the topic; its
+            version goes into every message, as the Java client does.
     """
 
     def __init__(
@@ -63,8 +67,14 @@ class ProducerSession:
         producer_name: str | None,
         send_timeout: float,
         chunk_max_size: int | None,
+        schema: SchemaInfo | None = None,
     ) -> None:
         self.lookup = lookup
+        self.schema = schema
+        #: The version of :attr:`schema` the broker gave (None: no schema, or a
+        #: broker that keeps none, as pulsar-lite).
+        self.schema_version: int | None = None
+        self._schema_version_bytes = b""
         self.topic = topic
         self._user_name = producer_name
         self.name = producer_name or ""
@@ -98,13 +108,20 @@ class ProducerSession:
             epoch=self._epoch,
             producer_name=self.name or None,
             user_provided_name=self._user_name is not None,
+            schema=self.schema,
         )
         try:
             frame = conn.request(command)
+        except ServerError as exc:
+            conn.remove_handler(key)
+            raise with_schema_context(exc, "producer on", self.topic, self.schema) from exc
         except BaseException:
             conn.remove_handler(key)
             raise
         success = frame.command.producer_success
+        if self.schema is not None:
+            self.schema_version = version_from_bytes(success.schema_version)
+            self._schema_version_bytes = success.schema_version
         self.name = success.producer_name
         if first:
             self.last_sequence_id = success.last_sequence_id

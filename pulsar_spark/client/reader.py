@@ -45,6 +45,7 @@ from ..protocol.entry import Entry, select
 from ..protocol.errors import PulsarError
 from ..protocol.framing import Frame
 from ..protocol.message_id import EARLIEST, MessageId, to_signed64
+from ..protocol.schema_info import SchemaInfo
 from .bounds import FROM_EARLIEST, TO_LATEST, Bound
 from .chunk_bounds import ChunkBounds
 from .errors import OperationTimeout
@@ -66,7 +67,7 @@ class PartitionReader(ReaderSession):
     iterated, message ids from :meth:`ids`; closes its consumer when done.
 
     Args (besides those of :class:`~.reader_session.ReaderSession`: lookup, topic,
-    start, receiver_queue_size, operation_timeout):
+    start, receiver_queue_size, operation_timeout, schema):
         end: where the read ends (:class:`~.bounds.Bound`): LATEST (the last
             message when the read starts) or a message id, included or not; or a
             publish time, to stop before the first message published at or after
@@ -98,6 +99,7 @@ class PartitionReader(ReaderSession):
         idle_timeout: float = 2.0,
         operation_timeout: float = 30.0,
         missing_start: Callable[[MessageId, MessageId], None] | None = None,
+        schema: SchemaInfo | None = None,
     ) -> None:
         super().__init__(
             lookup,
@@ -106,6 +108,7 @@ class PartitionReader(ReaderSession):
             receiver_queue_size=receiver_queue_size,
             idle_timeout=idle_timeout,
             operation_timeout=operation_timeout,
+            schema=schema,
         )
         self._end = end.message_id
         self._end_inclusive = end.inclusive

@@ -19,6 +19,7 @@ from typing import TypeVar
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.errors import PulsarError
 from ..protocol.message_id import EARLIEST, LATEST, MessageId, to_signed64
+from ..protocol.schema_info import SchemaInfo
 from .bounds import FROM_EARLIEST, Bound
 from .consumer import FlowWindow, Inbox, ReaderConsumer
 from .errors import ConnectionClosed, InvalidArgument, OperationTimeout
@@ -46,6 +47,7 @@ class ReaderSession:
             grows for large batches (:class:`~.consumer.FlowWindow`).
         idle_timeout: seconds a probe waits for a frame before looking again.
         operation_timeout: how long a reconnect or a probe may last.
+        schema: sent in SUBSCRIBE, for the broker to check against the topic's.
 
     Raises:
         InvalidArgument: a ``receiver_queue_size`` below 1.
@@ -60,6 +62,7 @@ class ReaderSession:
         receiver_queue_size: int = 1000,
         idle_timeout: float = 2.0,
         operation_timeout: float = 30.0,
+        schema: SchemaInfo | None = None,
     ) -> None:
         if receiver_queue_size < 1:
             msg = f"receiver_queue_size must be at least 1, not {receiver_queue_size}"
@@ -67,6 +70,7 @@ class ReaderSession:
         self.lookup = lookup
         self.topic = topic
         self.partition = topic.partition
+        self.schema = schema
         timed = start.time_ms is not None
         self._start = EARLIEST if timed else start.message_id
         self._start_inclusive = start.inclusive or timed
@@ -134,7 +138,7 @@ class ReaderSession:
 
     def _attach(self, name: str) -> None:
         start, _ = self._resume_point()
-        consumer = ReaderConsumer.subscribe(self.lookup, self.topic, name, start)
+        consumer = ReaderConsumer.subscribe(self.lookup, self.topic, name, start, self.schema)
         self._consumer, self._inbox = consumer, consumer.inbox
 
     def _reconnect(self, reason: str) -> None:

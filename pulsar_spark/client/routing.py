@@ -87,6 +87,11 @@ class PartitionedProducer:
             )
         return sent
 
+    @property
+    def schema_version(self) -> int | None:
+        """The version of the producers' schema (one registry serves every partition)."""
+        return self.producers[0].schema_version
+
     def flush(self, timeout: float | None = None) -> None:
         for producer in self.producers:
             producer.flush(timeout)

@@ -10,16 +10,23 @@ answers each request, so a connection can refuse any other::
     LOOKUP                    -> LOOKUP_RESPONSE
     GET_TOPICS_OF_NAMESPACE   -> GET_TOPICS_OF_NAMESPACE_RESPONSE
     GET_LAST_MESSAGE_ID       -> GET_LAST_MESSAGE_ID_RESPONSE
+    GET_SCHEMA                -> GET_SCHEMA_RESPONSE
+    GET_OR_CREATE_SCHEMA      -> GET_OR_CREATE_SCHEMA_RESPONSE
     PRODUCER                  -> PRODUCER_SUCCESS
     SUBSCRIBE, SEEK, UNSUBSCRIBE, CLOSE_CONSUMER, CLOSE_PRODUCER -> SUCCESS
 
-ERROR may answer any request; it is not listed.
+ERROR may answer any request; it is not listed. PRODUCER and SUBSCRIBE carry
+a schema when given one, except a NONE or BYTES schema (sent as proto None),
+which is left out as the Java client does.
 """
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from . import PulsarApi_pb2 as pb
 from .message_id import MessageId
+from .schema_info import SchemaInfo
 
 __all__ = [
     "ANSWERS",
@@ -31,6 +38,8 @@ __all__ = [
     "connect",
     "flow",
     "get_last_message_id",
+    "get_or_create_schema",
+    "get_schema",
     "lookup",
     "partitioned_metadata",
     "ping",
@@ -52,6 +61,8 @@ ANSWERS: dict[CommandType, CommandType] = {
     T.LOOKUP: T.LOOKUP_RESPONSE,
     T.GET_TOPICS_OF_NAMESPACE: T.GET_TOPICS_OF_NAMESPACE_RESPONSE,
     T.GET_LAST_MESSAGE_ID: T.GET_LAST_MESSAGE_ID_RESPONSE,
+    T.GET_SCHEMA: T.GET_SCHEMA_RESPONSE,
+    T.GET_OR_CREATE_SCHEMA: T.GET_OR_CREATE_SCHEMA_RESPONSE,
     T.PRODUCER: T.PRODUCER_SUCCESS,
     T.SUBSCRIBE: T.SUCCESS,
     T.SEEK: T.SUCCESS,
@@ -149,9 +160,11 @@ def subscribe(
     earliest: bool,
     start_message_id: MessageId | None = None,
     consumer_name: str | None = None,
+    schema: SchemaInfo | None = None,
 ) -> pb.BaseCommand:
     """SUBSCRIBE, Exclusive; ``earliest`` picks the initial position of a new
-    subscription; ``start_message_id`` (entry level) places a non-durable one."""
+    subscription; ``start_message_id`` (entry level) places a non-durable one;
+    ``schema`` is checked by the broker against the topic's."""
     command = pb.CommandSubscribe(
         topic=topic,
         subscription=subscription,
@@ -165,6 +178,8 @@ def subscribe(
         command.start_message_id.CopyFrom(start_message_id.to_pb(with_batch_index=False))
     if consumer_name is not None:
         command.consumer_name = consumer_name
+    if _carries(schema):
+        command.schema.CopyFrom(schema.to_pb())
     return T(type=T.SUBSCRIBE, subscribe=command)
 
 
@@ -216,8 +231,10 @@ def producer(
     epoch: int,
     producer_name: str | None,
     user_provided_name: bool,
+    schema: SchemaInfo | None = None,
 ) -> pb.BaseCommand:
-    """PRODUCER; ``producer_name`` None lets the broker name it."""
+    """PRODUCER; ``producer_name`` None lets the broker name it; ``schema`` is
+    registered (or checked) by the broker, its version in PRODUCER_SUCCESS."""
     command = pb.CommandProducer(
         topic=topic,
         producer_id=producer_id,
@@ -227,6 +244,8 @@ def producer(
     )
     if producer_name:
         command.producer_name = producer_name
+    if _carries(schema):
+        command.schema.CopyFrom(schema.to_pb())
     return T(type=T.PRODUCER, producer=command)
 
 
@@ -252,3 +271,28 @@ def send(
 def close_producer(request_id: int, producer_id: int) -> pb.BaseCommand:
     close = pb.CommandCloseProducer(producer_id=producer_id, request_id=request_id)
     return T(type=T.CLOSE_PRODUCER, close_producer=close)
+
+
+# -- schemas ------------------------------------------------------------------------------
+
+
+def _carries(schema: SchemaInfo | None) -> TypeGuard[SchemaInfo]:
+    """Whether a PRODUCER or SUBSCRIBE sends ``schema``: not None, nor one the wire
+    calls None (NONE, BYTES, AUTO, AUTO_PUBLISH), which the Java client leaves out."""
+    return schema is not None and schema.type.pb_value != 0
+
+
+def get_schema(request_id: int, topic: str, version: bytes | None = None) -> pb.BaseCommand:
+    """GET_SCHEMA of ``topic``: the latest schema, or the one of ``version`` (the
+    8-byte version, see :func:`~.schema_info.version_to_bytes`)."""
+    request = pb.CommandGetSchema(request_id=request_id, topic=topic)
+    if version is not None:
+        request.schema_version = version
+    return T(type=T.GET_SCHEMA, getSchema=request)
+
+
+def get_or_create_schema(request_id: int, topic: str, schema: SchemaInfo) -> pb.BaseCommand:
+    """GET_OR_CREATE_SCHEMA: register ``schema`` for ``topic`` unless it has it
+    already (the broker checks compatibility as for a producer)."""
+    request = pb.CommandGetOrCreateSchema(request_id=request_id, topic=topic, schema=schema.to_pb())
+    return T(type=T.GET_OR_CREATE_SCHEMA, getOrCreateSchema=request)
