@@ -83,8 +83,8 @@ def read_positions(
     topic: str,
     start: Position,
     end: Position,
+    options: PulsarOptions,
     *,
-    receiver_queue_size: int,
     batch_rows: int,
     missing_start: Callable[[MessageId, MessageId], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
@@ -93,7 +93,7 @@ def read_positions(
         topic,
         start,
         end,
-        receiver_queue_size=receiver_queue_size,
+        receiver_queue_size=options.receiver_queue_size,
         batch_rows=batch_rows,
         missing_start=missing_start,
     )
@@ -207,14 +207,9 @@ def read_range(
         _start_gone(part, first, options)
 
     yield from read_positions(
-        client,
-        part.topic,
-        part.start,
-        part.end,
-        receiver_queue_size=options.receiver_queue_size,
-        batch_rows=batch_rows,
+        client, part.topic, part.start, part.end, options, batch_rows=batch_rows,
         missing_start=missing_start,
-    )
+    )  # fmt: skip
 
 
 def _start_gone(part: PartitionRange, first: MessageId, options: PulsarOptions) -> None:

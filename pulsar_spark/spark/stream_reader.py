@@ -253,17 +253,14 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PulsarStreamPartition)
+        topic, start, end = partition.topic, partition.start, partition.end
+        if end.kind != "after":  # a micro-batch ends after the last message it reads
+            msg = f"end position {str(end)!r} of {topic} is not 'after:<id>'"
+            raise CheckpointOffsetError(msg)
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
             _check_start(client, partition, options)
-            yield from _read(
-                client,
-                partition.topic,
-                partition.start,
-                partition.end,
-                options,
-                batch_rows=BATCH_ROWS,
-            )
+            yield from read_positions(client, topic, start, end, options, batch_rows=BATCH_ROWS)
 
     def commit(self, end: dict[str, str]) -> None:
         """Move the durable ``subscriptionName`` (when given) to ``end``."""
@@ -279,29 +276,6 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     continue
                 mid = MessageId(mid.ledger, mid.entry - 1, mid.partition, -1)
             self.client.acknowledge_cumulative(topic, name, mid)
-
-
-def _read(
-    client: PulsarClient,
-    topic: str,
-    start: Position,
-    end: Position,
-    options: PulsarOptions,
-    *,
-    batch_rows: int,
-) -> Iterator[pa.RecordBatch]:
-    """The rows after ``start`` up to ``end`` (an ``after:`` position, its message read)."""
-    if end.kind != "after":
-        msg = f"end position {str(end)!r} of {topic} is not 'after:<id>'"
-        raise CheckpointOffsetError(msg)
-    return read_positions(
-        client,
-        topic,
-        start,
-        end,
-        receiver_queue_size=options.receiver_queue_size,
-        batch_rows=batch_rows,
-    )
 
 
 def _check_start(client: PulsarClient, part: PulsarStreamPartition, options: PulsarOptions) -> None:

@@ -21,6 +21,7 @@ from pulsar_spark.protocol.topics import base_topic, partition_name
 from pulsar_spark.spark.compat import spark_version
 from pulsar_spark.spark.errors import CheckpointOffsetError
 from pulsar_spark.spark.stream_offsets import dump_offsets, order_key, parse_offset, parse_offsets
+from tests.spark.data.make_checkpoint_v0 import produce_recorded, run_available_now
 from tests.support.official import produce
 
 DATA = Path(__file__).resolve().parent / "data" / "checkpoint-v0"
@@ -123,40 +124,14 @@ def test_offsets_the_stream_never_writes_are_refused() -> None:
 def _replay_messages(url: str, spec: dict[str, Any]) -> None:
     """Produce the manifest's messages as the first run did; the ids must come out equal."""
     for p in spec["produced"]:
-        ids = produce(
-            url,
-            p["topic"],
-            p["messages"],
-            batching=p["batching"],
-            batching_max_messages=p.get("batching_max_messages", 1000),
-            batching_max_publish_delay_ms=5000,
-        )
+        ids = produce_recorded(url, p)
         assert ids == p["ids"], f"pulsar-lite gave {p['topic']} other ids than the first run"
 
 
 def _restart(spark, url: str, options: dict[str, str], checkpoint: Path) -> list[tuple]:
     """Run the query from ``checkpoint`` with Trigger.AvailableNow; (batch, value, id) rows."""
-    reader = spark.readStream.format("pulsar").option("service.url", url)
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    rows: list[tuple] = []
-
-    def collect(frame, batch_id: int) -> None:
-        found = frame.select("value", "messageId").collect()
-        rows.extend((batch_id, bytes(r.value).decode(), r.messageId) for r in found)
-
-    query = (
-        reader.load()
-        .writeStream.option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .foreachBatch(collect)
-        .start()
-    )
-    query.awaitTermination(180)
-    assert not query.isActive, "the query did not finish in time"
-    if query.exception() is not None:
-        raise query.exception()
-    return rows
+    batches = run_available_now(spark, url, options, checkpoint)
+    return [(b["batch"], r["value"], r["messageId"]) for b in batches for r in b["rows"]]
 
 
 @pytest.mark.skipif(spark_version() < (4, 2), reason="the checkpoints use maxRecordsPerTrigger")

@@ -7,7 +7,8 @@ pyspark 4.3.0::
 
 It is kept as the record of what the checkpoints hold, not to be run again: the point
 of ``checkpoint-v0/`` is that an older version of the connector wrote it.
-``tests/spark/test_stream_compat.py`` reads it with today's code.
+``tests/spark/test_stream_compat.py`` reads it with today's code (and reuses
+:func:`produce_recorded` and :func:`run_available_now` to restart the queries).
 
 Two queries, each on a fresh pulsar-lite, each written to ``checkpoint-v0/<name>/``
 (``offsets/``, ``commits/``, ``metadata``, ``sources/`` when present):
@@ -28,7 +29,6 @@ micro-batch.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -38,11 +38,13 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:  # run as a script
+    sys.path.insert(0, str(ROOT))
 
-# When it ran, both came from tests/brokers.py.
+# When it ran, the broker and produce() came from tests/brokers.py, the session was built here.
 from tests.support.lite import PulsarLite  # noqa: E402
 from tests.support.official import produce  # noqa: E402
+from tests.support.spark import local_session  # noqa: E402
 
 NS = "persistent://public/default/"
 
@@ -89,7 +91,8 @@ QUERIES: dict[str, dict[str, Any]] = {
 }
 
 
-def _produce(url: str, spec: dict[str, Any]) -> list[str]:
+def produce_recorded(url: str, spec: dict[str, Any]) -> list[str]:
+    """Produce one ``produce`` item of a query's spec (the manifest's too); their ids."""
     return produce(
         url,
         spec["topic"],
@@ -100,11 +103,15 @@ def _produce(url: str, spec: dict[str, Any]) -> list[str]:
     )
 
 
-def _run(spark: Any, url: str, options: dict[str, str], checkpoint: Path) -> list[dict]:
+def run_available_now(
+    spark: Any, url: str, options: dict[str, str], checkpoint: Path
+) -> list[dict[str, Any]]:
+    """Run the stream with ``options`` from ``checkpoint`` until it has read what is
+    there (Trigger.AvailableNow); each micro-batch's id and rows."""
     reader = spark.readStream.format("pulsar").option("service.url", url)
     for name, value in options.items():
         reader = reader.option(name, value)
-    batches: list[dict] = []
+    batches: list[dict[str, Any]] = []
 
     def collect(frame: Any, batch_id: int) -> None:
         rows = frame.select("topic", "messageId", "value").collect()
@@ -126,30 +133,16 @@ def _run(spark: Any, url: str, options: dict[str, str], checkpoint: Path) -> lis
         .start()
     )
     query.awaitTermination(300)
+    assert not query.isActive, "the query did not finish in time"
     if query.exception() is not None:
         raise query.exception()
     return batches
 
 
 def main() -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     import pyspark
-    from pyspark.sql import SparkSession
 
-    from pulsar_spark import PulsarDataSource
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("checkpoint-v0")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(PulsarDataSource)
+    spark = local_session()
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -169,7 +162,7 @@ def main() -> None:
             try:
                 produced = []
                 for item in spec["produce"]:
-                    ids = _produce(broker.service_url, item)
+                    ids = produce_recorded(broker.service_url, item)
                     produced.append({**item, "ids": ids})
                 options = dict(spec["options"])
                 start_at = spec.get("start_at")
@@ -179,7 +172,7 @@ def main() -> None:
                         {start_at["topic"]: item["ids"][start_at["message"]]}
                     )
                 checkpoint = work / f"checkpoint-{name}"
-                batches = _run(spark, broker.service_url, options, checkpoint)
+                batches = run_available_now(spark, broker.service_url, options, checkpoint)
             finally:
                 broker.close()
             target = out / name
