@@ -51,8 +51,9 @@ def child_report(**figures: float) -> None:
     # parent's peak, which Linux keeps across fork and exec.
     try:
         status = Path("/proc/self/status").read_text()
-        kib = next(int(line.split()[1]) for line in status.splitlines()
-                   if line.startswith("VmHWM:"))
+        kib = next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")
+        )
     except (OSError, StopIteration):
         kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     figures["rss_mib"] = kib / 1024
@@ -70,12 +71,15 @@ def spark_session(app: str, cores: int = 2, *extra_sources: type):
 
     from pulsar_spark import PulsarDataSource
 
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName(app)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(cores))
-             .config("spark.driver.memory", "2g")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     for source in (PulsarDataSource, *extra_sources):
         spark.dataSource.register(source)

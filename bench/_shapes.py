@@ -27,12 +27,16 @@ def sample_messages(shape: str, count: int, size: int) -> Iterator[dict]:
     lengths = random.Random(7)
     text = bytes(range(32, 127)) * (2 * size // 95 + 2)
     for i in range(count):
-        value = text[i % 95:][: lengths.randint(size // 2, size * 3 // 2)]
+        value = text[i % 95 :][: lengths.randint(size // 2, size * 3 // 2)]
         if shape == "varied":
             yield {"value": value}
         else:
-            yield {"value": value, "key": f"user-{i % 10_007}", "event_time": 1_700_000_000_000 + i,
-                   "properties": {"source": "bench", "kind": ("click", "view", "buy")[i % 3]}}
+            yield {
+                "value": value,
+                "key": f"user-{i % 10_007}",
+                "event_time": 1_700_000_000_000 + i,
+                "properties": {"source": "bench", "kind": ("click", "view", "buy")[i % 3]},
+            }
 
 
 def sample_table(shape: str, rows: int, size: int) -> pa.Table:
@@ -42,8 +46,10 @@ def sample_table(shape: str, rows: int, size: int) -> pa.Table:
     columns = {"value": pa.array([m["value"] for m in messages], pa.binary())}
     if shape == "keyed":
         columns["key"] = pa.array([m["key"] for m in messages])
-        columns["properties"] = pa.array([list(m["properties"].items()) for m in messages],
-                                         pa.map_(pa.string(), pa.string()))
-        columns["eventTime"] = pa.array([m["event_time"] for m in messages],
-                                        pa.timestamp("ms", tz="UTC"))
+        columns["properties"] = pa.array(
+            [list(m["properties"].items()) for m in messages], pa.map_(pa.string(), pa.string())
+        )
+        columns["eventTime"] = pa.array(
+            [m["event_time"] for m in messages], pa.timestamp("ms", tz="UTC")
+        )
     return pa.table(columns)

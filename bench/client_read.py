@@ -53,9 +53,19 @@ def read_official(url: str, topic: str) -> int:
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
         reader = client.create_reader(topic, pulsar.MessageId.earliest, receiver_queue_size=1000)
-        cols: dict[str, list] = {name: [] for name in (
-            "key", "value", "messageId", "publishTime", "eventTime", "properties",
-            "producerName", "sequenceId")}
+        cols: dict[str, list] = {
+            name: []
+            for name in (
+                "key",
+                "value",
+                "messageId",
+                "publishTime",
+                "eventTime",
+                "properties",
+                "producerName",
+                "sequenceId",
+            )
+        }
         rows = 0
         while reader.has_message_available():
             msg = reader.read_next(10_000)
@@ -90,12 +100,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
-    parser.add_argument("--shape", choices=SHAPES, default="fixed",
-                        help="the messages' sizes and fields (see above)")
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="fixed",
+        help="the messages' sizes and fields (see above)",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
-    parser.add_argument("--child", nargs=3, metavar=("READER", "URL", "TOPIC"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", nargs=3, metavar=("READER", "URL", "TOPIC"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
         name, url, topic = args.child
@@ -107,10 +122,17 @@ def main() -> int:
     with broker_url(args.service_url, "bench-read-") as url:
         topic = f"persistent://public/default/bench-read-{int(time.time())}"
         started = time.perf_counter()
-        produce(url, topic, sample_messages(args.shape, args.messages, args.size),
-                compression="LZ4", timeout=3600)
-        print(f"produced {args.messages:,} x {args.size} B ({args.shape}; LZ4, batched) in "
-              f"{time.perf_counter() - started:.1f} s with the official client")
+        produce(
+            url,
+            topic,
+            sample_messages(args.shape, args.messages, args.size),
+            compression="LZ4",
+            timeout=3600,
+        )
+        print(
+            f"produced {args.messages:,} x {args.size} B ({args.shape}; LZ4, batched) in "
+            f"{time.perf_counter() - started:.1f} s with the official client"
+        )
         best = {"ours": float("inf"), "official": float("inf")}
         rss = {"ours": 0.0, "official": 0.0}
         for _ in range(args.runs):
@@ -123,8 +145,10 @@ def main() -> int:
         idle = run_child(__file__, "idle", url, topic)["rss_mib"]
         for name in ("ours", "official"):
             rate = args.messages / best[name]
-            print(f"{name:9s} {rate:>12,.0f} msgs/s  best {best[name]:.2f} s  "
-                  f"peak RSS {rss[name]:.0f} MiB ({rss[name] - idle:+.0f} over imports only)")
+            print(
+                f"{name:9s} {rate:>12,.0f} msgs/s  best {best[name]:.2f} s  "
+                f"peak RSS {rss[name]:.0f} MiB ({rss[name] - idle:+.0f} over imports only)"
+            )
         payload_mib = args.messages * args.size / 2**20
         print(f"imports only: {idle:.0f} MiB; topic payload {payload_mib:.0f} MiB")
         ratio = best["official"] / best["ours"]

@@ -43,8 +43,11 @@ def write_official(url: str, topic: str, table: pa.Table) -> None:
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
         producer = client.create_producer(
-            topic, compression_type=pulsar.CompressionType.LZ4, batching_enabled=True,
-            block_if_queue_full=True, max_pending_messages=10_000,
+            topic,
+            compression_type=pulsar.CompressionType.LZ4,
+            batching_enabled=True,
+            block_if_queue_full=True,
+            max_pending_messages=10_000,
         )
         for value in table.column("value").to_pylist():
             producer.send_async(value, None)
@@ -63,8 +66,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url")
-    parser.add_argument("--child", nargs=4, metavar=("WRITER", "URL", "TOPIC", "N"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", nargs=4, metavar=("WRITER", "URL", "TOPIC", "N"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
         name, url, topic, count = args.child
@@ -79,13 +83,16 @@ def main() -> int:
         for run in range(args.runs):
             for name in ("ours", "official"):
                 topic = f"persistent://public/default/bench-write-{name}-{run}-{int(time.time())}"
-                report = run_child(__file__, name, url, topic, str(args.messages),
-                                   "--size", str(args.size))
+                report = run_child(
+                    __file__, name, url, topic, str(args.messages), "--size", str(args.size)
+                )
                 best[name] = min(best[name], report["seconds"])
                 rss[name] = max(rss[name], report["rss_mib"])
         for name in ("ours", "official"):
-            print(f"{name:9s} {args.messages / best[name]:>12,.0f} msgs/s  best {best[name]:.2f} s"
-                  f"  peak RSS {rss[name]:.0f} MiB")
+            print(
+                f"{name:9s} {args.messages / best[name]:>12,.0f} msgs/s  best {best[name]:.2f} s"
+                f"  peak RSS {rss[name]:.0f} MiB"
+            )
         print(f"ours/official: {best['official'] / best['ours']:.2f}x (goal: at least 1.0x)")
     return 0
 

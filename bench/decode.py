@@ -119,9 +119,7 @@ def load_message_frames(codec: str) -> tuple[bytes, int, int]:
     return b"".join(parts), len(parts), messages
 
 
-def make_workload(
-    codec: str, copies: int | None, min_messages: int, chunk_size: int
-) -> Workload:
+def make_workload(codec: str, copies: int | None, min_messages: int, chunk_size: int) -> Workload:
     frames, count, per_copy = load_message_frames(codec)
     if copies is None:
         copies = -(-min_messages // per_copy)
@@ -221,9 +219,7 @@ def _baseline_frame(frame: bytes, emit: Callable[[dict], None]) -> int:
     (meta_size,) = _U32.unpack_from(frame, pos)
     pos += 4
     meta = pb.MessageMetadata.FromString(view[pos : pos + meta_size])
-    data = _baseline_decompress(
-        meta.compression, view[pos + meta_size :], meta.uncompressed_size
-    )
+    data = _baseline_decompress(meta.compression, view[pos + meta_size :], meta.uncompressed_size)
     mid = command.message.message_id
     prefix = f"{mid.ledgerId}:{mid.entryId}:{mid.partition}:"
     publish_time = meta.publish_time
@@ -329,7 +325,11 @@ def cross_check(work: Workload) -> None:
             if frame.command.type == pb.BaseCommand.MESSAGE:
                 mid = frame.command.message.message_id
                 entry = open_entry(
-                    mid.ledgerId, mid.entryId, mid.partition, frame.metadata, frame.payload,
+                    mid.ledgerId,
+                    mid.entryId,
+                    mid.partition,
+                    frame.metadata,
+                    frame.payload,
                     split=False,
                 )
                 builder.add(entry, select(entry))
@@ -405,8 +405,9 @@ class PathResult:
         }
 
 
-def timed(fn: Callable[[Sequence[memoryview]], tuple[int, int]], work: Workload,
-          result: PathResult) -> None:
+def timed(
+    fn: Callable[[Sequence[memoryview]], tuple[int, int]], work: Workload, result: PathResult
+) -> None:
     gc.collect()
     cpu = time.thread_time()
     start = time.perf_counter()
@@ -465,8 +466,17 @@ def _instrumented(chunks: Sequence[memoryview]) -> dict[str, int]:
     ``gc.callbacks``, whichever stage triggers them.
     """
     clock = time.perf_counter_ns
-    names = ("feed", "next_frame", "open_entry", "decompress", "split_batch", "select", "add",
-             "build", "gc")
+    names = (
+        "feed",
+        "next_frame",
+        "open_entry",
+        "decompress",
+        "split_batch",
+        "select",
+        "add",
+        "build",
+        "gc",
+    )
     t = dict.fromkeys(names, 0)
     gc_start = [0]
 
@@ -704,27 +714,55 @@ def goal(results: dict[str, dict[str, PathResult]]) -> dict | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--codec", choices=CODECS, type=str.upper, action="append",
-                        help="codec to run (repeatable; default: all)")
+    parser.add_argument(
+        "--codec",
+        choices=CODECS,
+        type=str.upper,
+        action="append",
+        help="codec to run (repeatable; default: all)",
+    )
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--repeat", type=int, metavar="COPIES",
-                      help="copies of the capture's MESSAGE frames per pass (default: enough "
-                           f"for {DEFAULT_MIN_MESSAGES:,} messages)")
-    size.add_argument("--messages", type=int, default=DEFAULT_MIN_MESSAGES,
-                      help="least messages per pass (default: %(default)s)")
-    parser.add_argument("--runs", type=int, default=5,
-                        help="timed passes per path after the warm-up (default: %(default)s)")
-    parser.add_argument("--seconds", type=float,
-                        help="instead of --runs: time budget per codec (both paths, at least "
-                             "3 passes each)")
-    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK,
-                        help="bytes per feed, like socket reads (default: %(default)s)")
+    size.add_argument(
+        "--repeat",
+        type=int,
+        metavar="COPIES",
+        help="copies of the capture's MESSAGE frames per pass (default: enough "
+        f"for {DEFAULT_MIN_MESSAGES:,} messages)",
+    )
+    size.add_argument(
+        "--messages",
+        type=int,
+        default=DEFAULT_MIN_MESSAGES,
+        help="least messages per pass (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=5,
+        help="timed passes per path after the warm-up (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        help="instead of --runs: time budget per codec (both paths, at least 3 passes each)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=DEFAULT_CHUNK,
+        help="bytes per feed, like socket reads (default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON results only")
-    parser.add_argument("--profile", action="store_true",
-                        help=f"cProfile the {GOAL_CODEC} Arrow path (or --codec), top 25 by "
-                             "tottime, and exit")
-    parser.add_argument("--stages", action="store_true",
-                        help="ns per message of each stage of the Arrow path, and exit")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help=f"cProfile the {GOAL_CODEC} Arrow path (or --codec), top 25 by tottime, and exit",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="ns per message of each stage of the Arrow path, and exit",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1 or (args.repeat is not None and args.repeat < 1):
         parser.error("--runs and --repeat must be positive")
@@ -739,8 +777,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"\ncProfile of the Arrow path, {codec}, {work.messages:,} messages")
                 print(profile(work))
             if args.stages:
-                print(f"\nStages of the Arrow path, {codec}, {work.messages:,} messages, "
-                      f"best of {args.runs} each (ns per message)")
+                print(
+                    f"\nStages of the Arrow path, {codec}, {work.messages:,} messages, "
+                    f"best of {args.runs} each (ns per message)"
+                )
                 for name, ns in stages(work, args.runs):
                     print(f"  {name:<58} {ns:>8.0f}" if ns >= 0 else f"  {name:<58} {'n/a':>8}")
         return 0
@@ -751,10 +791,15 @@ def main(argv: list[str] | None = None) -> int:
         cross_check(work)
     if not args.json:
         print_env(env)
-        plan = (f"{args.seconds:g} s budget per codec" if args.seconds is not None
-                else f"N = {args.runs} timed passes per path")
-        print(f"Warm-up pass, then {plan}; best pass shown; feeds of {args.chunk_size} bytes; "
-              f"a RecordBatch every {ROWS_PER_BATCH:,} rows\n")
+        plan = (
+            f"{args.seconds:g} s budget per codec"
+            if args.seconds is not None
+            else f"N = {args.runs} timed passes per path"
+        )
+        print(
+            f"Warm-up pass, then {plan}; best pass shown; feeds of {args.chunk_size} bytes; "
+            f"a RecordBatch every {ROWS_PER_BATCH:,} rows\n"
+        )
     results = {}
     for codec, work in works.items():
         results[codec] = bench_codec(work, args.runs, args.seconds)

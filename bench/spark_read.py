@@ -144,23 +144,36 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
-    parser.add_argument("--shape", choices=SHAPES, default="fixed",
-                        help="the messages' sizes and fields (bench/_shapes.py)")
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="fixed",
+        help="the messages' sizes and fields (bench/_shapes.py)",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4, help="minPartitions / slices")
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
-    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="another option of the pulsar read (repeatable)")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="another option of the pulsar read (repeatable)",
+    )
     args = parser.parse_args()
     n = args.messages
 
-    with broker_url(args.service_url, "bench-spark-read-") as url, \
-            tempfile.TemporaryDirectory() as tmp:
+    with (
+        broker_url(args.service_url, "bench-spark-read-") as url,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         topic = f"persistent://public/default/bench-spark-read-{int(time.time())}"
         started = time.perf_counter()
         produce_ours(url, topic, n, args.size, args.shape)
-        print(f"produced {n:,} x {args.size} B ({args.shape}; LZ4, batched) in "
-              f"{time.perf_counter() - started:.1f} s")
+        print(
+            f"produced {n:,} x {args.size} B ({args.shape}; LZ4, batched) in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
         path = str(Path(tmp) / "rows.arrow")
         if read_client(url, topic, path) != n:
             print("the client did not read every message", file=sys.stderr)
@@ -173,12 +186,20 @@ def main() -> int:
         results: dict[int, tuple[float, float]] = {}
         for cores in (1, 2):
             spark = spark_session(f"bench-spark-read-{cores}", cores, MemoryDataSource)
-            pulsar_df = (spark.read.format("pulsar").option("service.url", url)
-                         .option("topic", topic)
-                         .option("minPartitions", str(args.partitions))
-                         .options(**dict(o.split("=", 1) for o in args.option)).load())
-            memory_df = (spark.read.format("pulsar_bench_memory").option("path", path)
-                         .option("partitions", str(args.partitions)).load())
+            pulsar_df = (
+                spark.read.format("pulsar")
+                .option("service.url", url)
+                .option("topic", topic)
+                .option("minPartitions", str(args.partitions))
+                .options(**dict(o.split("=", 1) for o in args.option))
+                .load()
+            )
+            memory_df = (
+                spark.read.format("pulsar_bench_memory")
+                .option("path", path)
+                .option("partitions", str(args.partitions))
+                .load()
+            )
             pulsar_s, memory_s = alternating(args.runs, pulsar_df.count, memory_df.count, n)
             results[cores] = (n / pulsar_s, n / memory_s)
             print(f"local[{cores}] pulsar   {n / pulsar_s:>12,.0f} rows/s  best {pulsar_s:.2f} s")
@@ -186,10 +207,14 @@ def main() -> int:
             spark.stop()
 
         for cores, (pulsar_rate, ceiling_rate) in results.items():
-            print(f"local[{cores}]: pulsar/ceiling {pulsar_rate / ceiling_rate:.0%} (goal: at "
-                  f"least 60%), pulsar/client {pulsar_rate / client_rate:.2f}x")
-        print(f"speed-up from a second core: pulsar {results[2][0] / results[1][0]:.2f}x, "
-              f"ceiling {results[2][1] / results[1][1]:.2f}x")
+            print(
+                f"local[{cores}]: pulsar/ceiling {pulsar_rate / ceiling_rate:.0%} (goal: at "
+                f"least 60%), pulsar/client {pulsar_rate / client_rate:.2f}x"
+            )
+        print(
+            f"speed-up from a second core: pulsar {results[2][0] / results[1][0]:.2f}x, "
+            f"ceiling {results[2][1] / results[1][1]:.2f}x"
+        )
     return 0
 
 

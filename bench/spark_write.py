@@ -110,13 +110,22 @@ def main() -> int:
         results: dict[int, tuple[float, float]] = {}
         for cores in (1, 2):
             spark = spark_session(f"bench-spark-write-{cores}", cores, CountingDataSource)
-            df = spark.range(0, n, 1, args.partitions).selectExpr(
-                f"cast(repeat('x', {args.size}) as binary) as value").cache()
+            df = (
+                spark.range(0, n, 1, args.partitions)
+                .selectExpr(f"cast(repeat('x', {args.size}) as binary) as value")
+                .cache()
+            )
             assert df.count() == n
 
             def write_pulsar(df=df) -> None:
-                (df.write.format("pulsar").option("service.url", url).option("topic", topic())
-                 .option("compressionType", "LZ4").mode("append").save())
+                (
+                    df.write.format("pulsar")
+                    .option("service.url", url)
+                    .option("topic", topic())
+                    .option("compressionType", "LZ4")
+                    .mode("append")
+                    .save()
+                )
 
             def write_null(df=df) -> None:
                 df.write.format("pulsar_bench_null").mode("append").save()
@@ -137,10 +146,14 @@ def main() -> int:
             spark.stop()
 
         for cores, (pulsar_rate, ceiling_rate) in results.items():
-            print(f"local[{cores}]: pulsar/ceiling {pulsar_rate / ceiling_rate:.0%}, "
-                  f"pulsar/client {pulsar_rate / client_rate:.2f}x")
-        print(f"speed-up from a second core: pulsar {results[2][0] / results[1][0]:.2f}x, "
-              f"ceiling {results[2][1] / results[1][1]:.2f}x")
+            print(
+                f"local[{cores}]: pulsar/ceiling {pulsar_rate / ceiling_rate:.0%}, "
+                f"pulsar/client {pulsar_rate / client_rate:.2f}x"
+            )
+        print(
+            f"speed-up from a second core: pulsar {results[2][0] / results[1][0]:.2f}x, "
+            f"ceiling {results[2][1] / results[1][1]:.2f}x"
+        )
     return 0
 
 

@@ -58,13 +58,20 @@ def latency(spark: SparkSession, url: str, rate: int, seconds: float) -> list[fl
                 warm.append(row.value)
 
     with tempfile.TemporaryDirectory() as checkpoint:
-        query = (spark.readStream.format("pulsar").option("service.url", url)
-                 .option("topic", topic).load()
-                 .writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint)
-                 .start())
+        query = (
+            spark.readStream.format("pulsar")
+            .option("service.url", url)
+            .option("topic", topic)
+            .load()
+            .writeStream.foreachBatch(collect)
+            .option("checkpointLocation", checkpoint)
+            .start()
+        )
         sent = 0
-        with PulsarClient(url) as client, client.create_producer(
-                topic, batch_max_delay=0.001) as producer:
+        with (
+            PulsarClient(url) as client,
+            client.create_producer(topic, batch_max_delay=0.001) as producer,
+        ):
             # Timing starts once a first row came through: the first micro-batches
             # start Python workers (seconds), which is not the steady state measured.
             deadline = time.time() + 120
@@ -96,8 +103,10 @@ def throughput(spark: SparkSession, url: str, messages: int) -> tuple[float, flo
         p.send_batch(table)
     # The client alone: read everything and write it to another topic.
     started = time.perf_counter()
-    with PulsarClient(url) as client, client.create_producer(
-            f"{source}-client-copy", compression="lz4") as producer:
+    with (
+        PulsarClient(url) as client,
+        client.create_producer(f"{source}-client-copy", compression="lz4") as producer,
+    ):
         for batch in client.read_batches(source):
             producer.send_batch(pa.table({"value": batch.column("value")}))
     client_rate = messages / (time.perf_counter() - started)
@@ -112,11 +121,21 @@ def _spark_copy(spark: SparkSession, url: str, source: str, sink: str) -> float:
     """Seconds a Trigger.AvailableNow query takes to copy ``source`` to ``sink``."""
     with tempfile.TemporaryDirectory() as checkpoint:
         started = time.perf_counter()
-        query = (spark.readStream.format("pulsar").option("service.url", url)
-                 .option("topic", source).option("startingOffsets", "earliest").load()
-                 .select("value").writeStream.format("pulsar").option("service.url", url)
-                 .option("topic", sink).option("compressionType", "lz4")
-                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        query = (
+            spark.readStream.format("pulsar")
+            .option("service.url", url)
+            .option("topic", source)
+            .option("startingOffsets", "earliest")
+            .load()
+            .select("value")
+            .writeStream.format("pulsar")
+            .option("service.url", url)
+            .option("topic", sink)
+            .option("compressionType", "lz4")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
         query.awaitTermination()
         return time.perf_counter() - started
 
@@ -135,15 +154,21 @@ def main() -> int:
             if seen:
                 p50 = statistics.median(seen)
                 p99 = seen[min(len(seen) - 1, int(len(seen) * 0.99))]
-                print(f"latency, default trigger, {args.rate} msgs/s for {args.seconds:g} s: "
-                      f"p50 {p50 * 1000:.0f} ms  p99 {p99 * 1000:.0f} ms  "
-                      f"max {seen[-1] * 1000:.0f} ms  ({len(seen)} messages)")
+                print(
+                    f"latency, default trigger, {args.rate} msgs/s for {args.seconds:g} s: "
+                    f"p50 {p50 * 1000:.0f} ms  p99 {p99 * 1000:.0f} ms  "
+                    f"max {seen[-1] * 1000:.0f} ms  ({len(seen)} messages)"
+                )
             first_rate, spark_rate, client_rate = throughput(spark, url, args.messages)
-            print(f"pulsar -> pulsar, {args.messages:,} x 100 B, Trigger.AvailableNow: "
-                  f"{spark_rate:,.0f} msgs/s (the session's first copy: {first_rate:,.0f})")
+            print(
+                f"pulsar -> pulsar, {args.messages:,} x 100 B, Trigger.AvailableNow: "
+                f"{spark_rate:,.0f} msgs/s (the session's first copy: {first_rate:,.0f})"
+            )
             print(f"client alone, read_batches -> send_batch:          {client_rate:,.0f} msgs/s")
-            print(f"stream/client: {spark_rate / client_rate:.2f}x (the client is one partition "
-                  "and no Spark)")
+            print(
+                f"stream/client: {spark_rate / client_rate:.2f}x (the client is one partition "
+                "and no Spark)"
+            )
     finally:
         spark.stop()
     return 0

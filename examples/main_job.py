@@ -62,9 +62,19 @@ def embedded_broker() -> Iterator[str]:
     config.write_text("default_partitions = 0\n\n[metrics]\nenabled = false\n")
     log = (root / "broker.log").open("wb")
     process = subprocess.Popen(
-        [find_pulsar_lite_binary(), "--addr", f"127.0.0.1:{port}", "--db-path",
-         str(root / "data"), "--config", str(config), "--log-level", "warn"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            find_pulsar_lite_binary(),
+            "--addr",
+            f"127.0.0.1:{port}",
+            "--db-path",
+            str(root / "data"),
+            "--config",
+            str(config),
+            "--log-level",
+            "warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"pulsar://127.0.0.1:{port}"
     try:
@@ -94,8 +104,9 @@ def embedded_broker() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def produce_orders(url: str, topic: str, count: int, seed: int = 7,
-                   first_id: int = 0) -> dict[str, tuple[int, float, int]]:
+def produce_orders(
+    url: str, topic: str, count: int, seed: int = 7, first_id: int = 0
+) -> dict[str, tuple[int, float, int]]:
     """Send ``count`` orders; return the expected (orders, total amount, orders of BIG
     or more) per region."""
     rng = random.Random(seed)
@@ -106,19 +117,24 @@ def produce_orders(url: str, topic: str, count: int, seed: int = 7,
         region = rng.choice(REGIONS)
         amount = round(rng.uniform(1, 500), 2)
         customer = f"customer-{rng.randrange(1000)}"
-        values.append(json.dumps({"order": first_id + i, "customer": customer,
-                                  "region": region, "amount": amount}).encode())
+        values.append(
+            json.dumps(
+                {"order": first_id + i, "customer": customer, "region": region, "amount": amount}
+            ).encode()
+        )
         keys.append(customer)
         properties.append([("source", "main_job")])
         times.append(now - (count - i))
         n, total, big = expected.get(region, (0, 0.0, 0))
         expected[region] = (n + 1, total + amount, big + (amount >= BIG))
-    table = pa.table({
-        "value": pa.array(values, pa.binary()),
-        "key": pa.array(keys, pa.string()),
-        "properties": pa.array(properties, pa.map_(pa.string(), pa.string())),
-        "eventTime": pa.array(times, pa.int64()),
-    })
+    table = pa.table(
+        {
+            "value": pa.array(values, pa.binary()),
+            "key": pa.array(keys, pa.string()),
+            "properties": pa.array(properties, pa.map_(pa.string(), pa.string())),
+            "eventTime": pa.array(times, pa.int64()),
+        }
+    )
     with PulsarClient(url) as client, client.create_producer(topic, compression="lz4") as p:
         p.send_batch(table)
         p.flush()
@@ -132,11 +148,14 @@ def spark_session():
 
     from pulsar_spark import PulsarDataSource
 
-    spark = (SparkSession.builder.master("local[2]").appName("pulsar-spark-main-job")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("pulsar-spark-main-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(PulsarDataSource)
     return spark
@@ -146,34 +165,58 @@ def run_batch_job(spark, url: str, orders: str, totals: str) -> list:
     """Read the orders, total them per region, write the totals, read them back."""
     from pyspark.sql import functions as F
 
-    raw = (spark.read.format("pulsar").option("service.url", url).option("topic", orders)
-           .option("minPartitions", "2").load())
+    raw = (
+        spark.read.format("pulsar")
+        .option("service.url", url)
+        .option("topic", orders)
+        .option("minPartitions", "2")
+        .load()
+    )
     print(f"read {raw.count()} orders from {orders}; the first three:")
-    raw.select(F.col("key").cast("string").alias("key"),
-               F.col("value").cast("string").alias("value"),
-               "messageId", "eventTime", "properties").show(3, truncate=False)
+    raw.select(
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+        "messageId",
+        "eventTime",
+        "properties",
+    ).show(3, truncate=False)
 
-    order = F.from_json(F.col("value").cast("string"),
-                        "customer string, region string, amount double")
-    per_region = (raw.select(order.alias("o")).groupBy("o.region")
-                  .agg(F.count("*").alias("orders"),
-                       F.round(F.sum("o.amount"), 2).alias("total")))
-    (per_region.select(
-        F.col("region").alias("key"),
-        F.to_json(F.struct("region", "orders", "total")).alias("value"),
-        F.create_map(F.lit("job"), F.lit("main_job")).alias("properties"))
-     .write.format("pulsar").option("service.url", url).option("topic", totals)
-     .mode("append").save())
+    order = F.from_json(
+        F.col("value").cast("string"), "customer string, region string, amount double"
+    )
+    per_region = (
+        raw.select(order.alias("o"))
+        .groupBy("o.region")
+        .agg(F.count("*").alias("orders"), F.round(F.sum("o.amount"), 2).alias("total"))
+    )
+    (
+        per_region.select(
+            F.col("region").alias("key"),
+            F.to_json(F.struct("region", "orders", "total")).alias("value"),
+            F.create_map(F.lit("job"), F.lit("main_job")).alias("properties"),
+        )
+        .write.format("pulsar")
+        .option("service.url", url)
+        .option("topic", totals)
+        .mode("append")
+        .save()
+    )
 
-    back = (spark.read.format("pulsar").option("service.url", url).option("topic", totals)
-            .load()
-            .select(F.col("key").cast("string").alias("region"),
-                    F.col("value").cast("string").alias("value"), "messageId",
-                    "properties"))
+    back = (
+        spark.read.format("pulsar")
+        .option("service.url", url)
+        .option("topic", totals)
+        .load()
+        .select(
+            F.col("key").cast("string").alias("region"),
+            F.col("value").cast("string").alias("value"),
+            "messageId",
+            "properties",
+        )
+    )
     print(f"read back from {totals}:")
     back.orderBy("region").show(truncate=False)
     return back.collect()
-
 
 
 def run_stream(spark, url: str, orders: str, big: str, checkpoint: str) -> int:
@@ -182,13 +225,24 @@ def run_stream(spark, url: str, orders: str, big: str, checkpoint: str) -> int:
     from pyspark.sql import functions as F
 
     amount = F.get_json_object(F.col("value").cast("string"), "$.amount").cast("double")
-    stream = (spark.readStream.format("pulsar").option("service.url", url)
-              .option("topic", orders).option("startingOffsets", "earliest")
-              .option("maxRecordsPerTrigger", "4000").load()
-              .where(amount >= BIG).select("key", "value", "eventTime"))
-    query = (stream.writeStream.format("pulsar").option("service.url", url)
-             .option("topic", big).option("checkpointLocation", checkpoint)
-             .trigger(availableNow=True).start())
+    stream = (
+        spark.readStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", orders)
+        .option("startingOffsets", "earliest")
+        .option("maxRecordsPerTrigger", "4000")
+        .load()
+        .where(amount >= BIG)
+        .select("key", "value", "eventTime")
+    )
+    query = (
+        stream.writeStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", big)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     if query.exception() is not None:
         raise query.exception()
@@ -208,8 +262,7 @@ def main() -> int:
     parser.add_argument("--orders", type=int, default=20_000)
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
     args = parser.parse_args()
-    broker = (contextlib.nullcontext(args.service_url) if args.service_url
-              else embedded_broker())
+    broker = contextlib.nullcontext(args.service_url) if args.service_url else embedded_broker()
     suffix = f"-{int(time.time())}" if args.service_url else ""
     orders = f"persistent://public/default/orders{suffix}"
     totals = f"persistent://public/default/order-totals{suffix}"
@@ -233,14 +286,20 @@ def main() -> int:
     return 0 if check_totals(rows, expected) and streams_ok else 1
 
 
-def check_stream(stored: list[bytes], first: int, streamed: int, streamed_again: int,
-                 expected: dict, more: dict) -> bool:
-    wanted = sum(big for _, _, big in expected.values()) + sum(
-        big for _, _, big in more.values())
-    ok = (streamed == first and streamed_again == 2_000 and len(stored) == wanted
-          and len(set(stored)) == len(stored))
-    print(f"big-orders holds {len(stored)} orders, {len(set(stored))} distinct; expected "
-          f"{wanted}: " + ("exactly once" if ok else "MISMATCH"))
+def check_stream(
+    stored: list[bytes], first: int, streamed: int, streamed_again: int, expected: dict, more: dict
+) -> bool:
+    wanted = sum(big for _, _, big in expected.values()) + sum(big for _, _, big in more.values())
+    ok = (
+        streamed == first
+        and streamed_again == 2_000
+        and len(stored) == wanted
+        and len(set(stored)) == len(stored)
+    )
+    print(
+        f"big-orders holds {len(stored)} orders, {len(set(stored))} distinct; expected "
+        f"{wanted}: " + ("exactly once" if ok else "MISMATCH")
+    )
     return ok
 
 
@@ -251,7 +310,8 @@ def check_totals(rows: list, expected: dict) -> bool:
         got[row.region] = (data["orders"], data["total"])
     wanted = {r: (n, round(total, 2)) for r, (n, total, _) in expected.items()}
     ok = got.keys() == wanted.keys() and all(
-        got[r][0] == wanted[r][0] and abs(got[r][1] - wanted[r][1]) < 0.01 for r in wanted)
+        got[r][0] == wanted[r][0] and abs(got[r][1] - wanted[r][1]) < 0.01 for r in wanted
+    )
     print("totals match what was produced" if ok else f"MISMATCH: {got} != {wanted}")
     return ok
 

@@ -48,13 +48,15 @@ except NameError:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
-             .appName("pulsar-spark-notebook")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+        .appName("pulsar-spark-notebook")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
 
 spark.dataSource.register(PulsarDataSource)
@@ -74,24 +76,38 @@ print(f"Pulsar at {SERVICE_URL}; Spark {spark.version}; run {RUN}")
 
 TOPIC = f"persistent://public/default/clicks-{RUN}"
 N = 2000
-PAGE = F.expr("CASE WHEN id % 10 < 4 THEN 'home' WHEN id % 10 < 6 THEN 'search' "
-              "WHEN id % 10 < 8 THEN 'product' WHEN id % 10 < 9 THEN 'cart' "
-              "ELSE 'checkout' END")
-clicks = (spark.range(N)
-          .withColumn("user", F.format_string("user-%02d", F.pmod(F.xxhash64("id"), F.lit(100))))
-          .withColumn("page", PAGE)
-          .select(F.col("user").alias("key"),
-                  F.to_json(F.struct("user", "page", F.col("id").alias("seq"),
-                                     (F.col("id") * 37 % 900 + 100).alias("ms"))).alias("value"),
-                  F.create_map(F.lit("source"), F.lit("notebook"), F.lit("device"),
-                               F.when(F.col("id") % 3 == 0, "mobile").otherwise("desktop"))
-                  .alias("properties"),
-                  F.timestamp_seconds(F.lit(1767225600) + F.col("id")).alias("eventTime")))
-(clicks.write.format("pulsar")
- .option("service.url", SERVICE_URL)
- .option("topic", TOPIC)
- .mode("append")
- .save())
+PAGE = F.expr(
+    "CASE WHEN id % 10 < 4 THEN 'home' WHEN id % 10 < 6 THEN 'search' "
+    "WHEN id % 10 < 8 THEN 'product' WHEN id % 10 < 9 THEN 'cart' "
+    "ELSE 'checkout' END"
+)
+clicks = (
+    spark.range(N)
+    .withColumn("user", F.format_string("user-%02d", F.pmod(F.xxhash64("id"), F.lit(100))))
+    .withColumn("page", PAGE)
+    .select(
+        F.col("user").alias("key"),
+        F.to_json(
+            F.struct(
+                "user", "page", F.col("id").alias("seq"), (F.col("id") * 37 % 900 + 100).alias("ms")
+            )
+        ).alias("value"),
+        F.create_map(
+            F.lit("source"),
+            F.lit("notebook"),
+            F.lit("device"),
+            F.when(F.col("id") % 3 == 0, "mobile").otherwise("desktop"),
+        ).alias("properties"),
+        F.timestamp_seconds(F.lit(1767225600) + F.col("id")).alias("eventTime"),
+    )
+)
+(
+    clicks.write.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .option("topic", TOPIC)
+    .mode("append")
+    .save()
+)
 print(f"wrote {N} click events to {TOPIC}")
 
 # COMMAND ----------
@@ -104,14 +120,22 @@ print(f"wrote {N} click events to {TOPIC}")
 
 # COMMAND ----------
 
-raw = (spark.read.format("pulsar")
-       .option("service.url", SERVICE_URL)
-       .option("topic", TOPIC)
-       .option("minPartitions", "2")
-       .load())
+raw = (
+    spark.read.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .option("topic", TOPIC)
+    .option("minPartitions", "2")
+    .load()
+)
 raw.printSchema()
-raw.select(F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("value"),
-           "messageId", "publishTime", "eventTime", "properties").show(3, truncate=False)
+raw.select(
+    F.col("key").cast("string").alias("key"),
+    F.col("value").cast("string").alias("value"),
+    "messageId",
+    "publishTime",
+    "eventTime",
+    "properties",
+).show(3, truncate=False)
 total = raw.count()
 print(f"read {total} messages from {TOPIC}")
 
@@ -126,32 +150,60 @@ print(f"read {total} messages from {TOPIC}")
 # COMMAND ----------
 
 CLICK = "user string, page string, seq long, ms int"
-parsed = raw.select(F.from_json(F.col("value").cast("string"), CLICK).alias("c"),
-                    F.col("properties")["device"].alias("device"), "eventTime").select(
-    "c.*", "device", "eventTime").cache()
+parsed = (
+    raw.select(
+        F.from_json(F.col("value").cast("string"), CLICK).alias("c"),
+        F.col("properties")["device"].alias("device"),
+        "eventTime",
+    )
+    .select("c.*", "device", "eventTime")
+    .cache()
+)
 
-per_page = (parsed.groupBy("page")
-            .agg(F.count("*").alias("clicks"), F.countDistinct("user").alias("users"),
-                 F.round(F.avg("ms"), 1).alias("avg_ms"))
-            .orderBy(F.desc("clicks"), "page"))
+per_page = (
+    parsed.groupBy("page")
+    .agg(
+        F.count("*").alias("clicks"),
+        F.countDistinct("user").alias("users"),
+        F.round(F.avg("ms"), 1).alias("avg_ms"),
+    )
+    .orderBy(F.desc("clicks"), "page")
+)
 per_page.show()
 
-funnel = (parsed.groupBy("user").agg(F.collect_set("page").alias("pages"))
-          .select(*[F.array_contains("pages", p).cast("int").alias(p)
-                    for p in ("home", "search", "product", "cart", "checkout")])
-          .agg(*[F.sum(p).alias(p) for p in ("home", "search", "product", "cart", "checkout")]))
+funnel = (
+    parsed.groupBy("user")
+    .agg(F.collect_set("page").alias("pages"))
+    .select(
+        *[
+            F.array_contains("pages", p).cast("int").alias(p)
+            for p in ("home", "search", "product", "cart", "checkout")
+        ]
+    )
+    .agg(*[F.sum(p).alias(p) for p in ("home", "search", "product", "cart", "checkout")])
+)
 funnel.show()
 
 parsed.groupBy("device").count().orderBy("device").show()
-(parsed.groupBy(F.window("eventTime", "10 minutes").alias("w")).count()
- .select(F.col("w.start").alias("window_start"), "count").orderBy("window_start").show())
+(
+    parsed.groupBy(F.window("eventTime", "10 minutes").alias("w"))
+    .count()
+    .select(F.col("w.start").alias("window_start"), "count")
+    .orderBy("window_start")
+    .show()
+)
 
 # COMMAND ----------
 
 # Check the figures against the mix the sample data was made with.
 got = {r.page: r.clicks for r in per_page.collect()}
-want = {"home": N * 4 // 10, "search": N * 2 // 10, "product": N * 2 // 10,
-        "cart": N // 10, "checkout": N // 10}
+want = {
+    "home": N * 4 // 10,
+    "search": N * 2 // 10,
+    "product": N * 2 // 10,
+    "cart": N // 10,
+    "checkout": N // 10,
+}
 if total != N or got != want:
     msg = f"expected {N} messages with pages {want}, read {total} with {got}"
     raise AssertionError(msg)

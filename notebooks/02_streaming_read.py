@@ -49,13 +49,15 @@ except NameError:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
-             .appName("pulsar-spark-notebook")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+        .appName("pulsar-spark-notebook")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
 
 spark.dataSource.register(PulsarDataSource)
@@ -79,16 +81,27 @@ print(f"topic {TOPIC}\ncheckpoint {CHECKPOINT}\noutput {OUTPUT}")
 
 def write_clicks(first: int, count: int) -> None:
     """Write click events `first` .. `first + count - 1` to TOPIC (a batch write)."""
-    page = F.element_at(F.array(*[F.lit(p) for p in ("home", "search", "product", "cart")]),
-                        (F.col("id") % 4 + 1).cast("int"))
-    (spark.range(first, first + count)
-     .withColumn("user", F.format_string("user-%02d", F.pmod(F.xxhash64("id"), F.lit(50))))
-     .select(F.col("user").alias("key"),
-             F.to_json(F.struct("user", page.alias("page"), F.col("id").alias("seq")))
-             .alias("value"),
-             F.timestamp_seconds(F.lit(1767225600) + F.col("id")).alias("eventTime"))
-     .write.format("pulsar").option("service.url", SERVICE_URL).option("topic", TOPIC)
-     .mode("append").save())
+    page = F.element_at(
+        F.array(*[F.lit(p) for p in ("home", "search", "product", "cart")]),
+        (F.col("id") % 4 + 1).cast("int"),
+    )
+    (
+        spark.range(first, first + count)
+        .withColumn("user", F.format_string("user-%02d", F.pmod(F.xxhash64("id"), F.lit(50))))
+        .select(
+            F.col("user").alias("key"),
+            F.to_json(F.struct("user", page.alias("page"), F.col("id").alias("seq"))).alias(
+                "value"
+            ),
+            F.timestamp_seconds(F.lit(1767225600) + F.col("id")).alias("eventTime"),
+        )
+        .write.format("pulsar")
+        .option("service.url", SERVICE_URL)
+        .option("topic", TOPIC)
+        .mode("append")
+        .save()
+    )
+
 
 # COMMAND ----------
 
@@ -105,25 +118,35 @@ write_clicks(0, 600)
 print("wrote 600 click events")
 
 SPARK_MINOR = tuple(int(x) for x in spark.version.split(".")[:2])
-stream = (spark.readStream.format("pulsar")
-          .option("service.url", SERVICE_URL)
-          .option("topic", TOPIC)
-          .option("startingOffsets", "earliest"))
+stream = (
+    spark.readStream.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .option("topic", TOPIC)
+    .option("startingOffsets", "earliest")
+)
 if SPARK_MINOR >= (4, 2):
     stream = stream.option("maxRecordsPerTrigger", "250")
 CLICK = "user string, page string, seq long"
-clicks = stream.load().select(
-    F.from_json(F.col("value").cast("string"), CLICK).alias("c"), "messageId", "publishTime",
-).select("c.*", "messageId", "publishTime")
+clicks = (
+    stream.load()
+    .select(
+        F.from_json(F.col("value").cast("string"), CLICK).alias("c"),
+        "messageId",
+        "publishTime",
+    )
+    .select("c.*", "messageId", "publishTime")
+)
 
 
 def run_once() -> list[int]:
     """Run the query until it has read everything there is; return rows per micro-batch."""
-    query = (clicks.writeStream.format("parquet")
-             .option("path", OUTPUT)
-             .option("checkpointLocation", CHECKPOINT)
-             .trigger(availableNow=True)
-             .start())
+    query = (
+        clicks.writeStream.format("parquet")
+        .option("path", OUTPUT)
+        .option("checkpointLocation", CHECKPOINT)
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     if query.exception() is not None:
         raise query.exception()
@@ -147,8 +170,9 @@ second = run_once()
 print(f"second run: micro-batches of {second} rows")
 
 out = spark.read.parquet(OUTPUT)
-out.groupBy("page").agg(F.count("*").alias("clicks"), F.countDistinct("user").alias("users")) \
-    .orderBy("page").show()
+out.groupBy("page").agg(
+    F.count("*").alias("clicks"), F.countDistinct("user").alias("users")
+).orderBy("page").show()
 rows, ids = out.count(), out.select("messageId").distinct().count()
 seqs = out.agg(F.min("seq"), F.max("seq")).first()
 print(f"output: {rows} rows, {ids} distinct message ids, seq {seqs[0]}..{seqs[1]}")

@@ -55,13 +55,15 @@ except NameError:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
-             .appName("pulsar-spark-notebook")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+        .appName("pulsar-spark-notebook")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
 
 spark.dataSource.register(PulsarDataSource)
@@ -82,8 +84,10 @@ ENRICHED = f"persistent://public/default/orders-enriched-{RUN}"
 
 
 def read_topic(topic: str):
-    return (spark.read.format("pulsar").option("service.url", SERVICE_URL)
-            .option("topic", topic).load())
+    return (
+        spark.read.format("pulsar").option("service.url", SERVICE_URL).option("topic", topic).load()
+    )
+
 
 # COMMAND ----------
 
@@ -92,19 +96,26 @@ def read_topic(topic: str):
 
 # COMMAND ----------
 
-orders = (spark.range(1000)
-          .withColumn("region", F.when(F.col("id") % 4 == 0, "us").otherwise("eu"))
-          .withColumn("amount", F.round(F.col("id") % 97 * 1.25 + 5, 2))
-          .select(F.format_string("customer-%03d", F.col("id") % 200).alias("key"),
-                  F.to_json(F.struct("id", "region", "amount")).alias("value"),
-                  F.create_map(F.lit("region"), F.col("region")).alias("properties"),
-                  F.timestamp_seconds(F.lit(1767225600) + F.col("id") * 60).alias("eventTime"),
-                  F.concat(F.lit("persistent://public/default/orders-"), F.col("region"),
-                           F.lit(f"-{RUN}")).alias("topic")))
-(orders.write.format("pulsar")
- .option("service.url", SERVICE_URL)
- .mode("append")  # the only mode: a topic cannot be overwritten
- .save())
+orders = (
+    spark.range(1000)
+    .withColumn("region", F.when(F.col("id") % 4 == 0, "us").otherwise("eu"))
+    .withColumn("amount", F.round(F.col("id") % 97 * 1.25 + 5, 2))
+    .select(
+        F.format_string("customer-%03d", F.col("id") % 200).alias("key"),
+        F.to_json(F.struct("id", "region", "amount")).alias("value"),
+        F.create_map(F.lit("region"), F.col("region")).alias("properties"),
+        F.timestamp_seconds(F.lit(1767225600) + F.col("id") * 60).alias("eventTime"),
+        F.concat(
+            F.lit("persistent://public/default/orders-"), F.col("region"), F.lit(f"-{RUN}")
+        ).alias("topic"),
+    )
+)
+(
+    orders.write.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .mode("append")  # the only mode: a topic cannot be overwritten
+    .save()
+)
 counts = {region: read_topic(topic).count() for region, topic in ORDERS.items()}
 print(f"routed by the topic column: {counts}")
 
@@ -117,13 +128,16 @@ print(f"routed by the topic column: {counts}")
 
 # COMMAND ----------
 
-(orders.drop("topic").write.format("pulsar")
- .option("service.url", SERVICE_URL)
- .option("topic", ALL_ORDERS)
- .option("compressionType", "LZ4")
- .option("batchingMaxMessages", "500")
- .mode("append")
- .save())
+(
+    orders.drop("topic")
+    .write.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .option("topic", ALL_ORDERS)
+    .option("compressionType", "LZ4")
+    .option("batchingMaxMessages", "500")
+    .mode("append")
+    .save()
+)
 all_count = read_topic(ALL_ORDERS).count()
 print(f"wrote {all_count} orders to {ALL_ORDERS}")
 
@@ -140,31 +154,42 @@ print(f"wrote {all_count} orders to {ALL_ORDERS}")
 # COMMAND ----------
 
 ORDER = "id long, region string, amount double"
-enriched = (spark.readStream.format("pulsar")
-            .option("service.url", SERVICE_URL)
-            .option("topics", ",".join(ORDERS.values()))
-            .option("startingOffsets", "earliest")
-            .load()
-            .withColumn("o", F.from_json(F.col("value").cast("string"), ORDER))
-            .select("key", "eventTime",
-                    F.to_json(F.struct("o.*", F.when(F.col("o.amount") >= 100, "gold")
-                                       .otherwise("standard").alias("tier"))).alias("value"),
-                    F.map_concat("properties", F.create_map(F.lit("enriched-by"),
-                                                            F.lit("03_write"))).alias("properties")))
+enriched = (
+    spark.readStream.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .option("topics", ",".join(ORDERS.values()))
+    .option("startingOffsets", "earliest")
+    .load()
+    .withColumn("o", F.from_json(F.col("value").cast("string"), ORDER))
+    .select(
+        "key",
+        "eventTime",
+        F.to_json(
+            F.struct(
+                "o.*", F.when(F.col("o.amount") >= 100, "gold").otherwise("standard").alias("tier")
+            )
+        ).alias("value"),
+        F.map_concat("properties", F.create_map(F.lit("enriched-by"), F.lit("03_write"))).alias(
+            "properties"
+        ),
+    )
+)
 
 
 def write_micro_batch(frame, _batch_id: int) -> None:
     """Spark 4.0 has no streaming Arrow writer: each micro-batch goes through the batch
     sink (at-least-once: a replayed micro-batch is sent again)."""
-    frame.write.format("pulsar").option("service.url", SERVICE_URL).option(
-        "topic", ENRICHED).mode("append").save()
+    frame.write.format("pulsar").option("service.url", SERVICE_URL).option("topic", ENRICHED).mode(
+        "append"
+    ).save()
 
 
 def run_once() -> int:
     writer = enriched.writeStream.option("checkpointLocation", CHECKPOINT)
     if tuple(int(x) for x in spark.version.split(".")[:2]) >= (4, 1):
-        writer = writer.format("pulsar").option("service.url", SERVICE_URL).option(
-            "topic", ENRICHED)
+        writer = (
+            writer.format("pulsar").option("service.url", SERVICE_URL).option("topic", ENRICHED)
+        )
     else:
         writer = writer.foreachBatch(write_micro_batch)
     query = writer.trigger(availableNow=True).start()
@@ -177,19 +202,31 @@ def run_once() -> int:
 
 first, second = run_once(), run_once()
 result = read_topic(ENRICHED)
-tiers = {r.tier: r["count"] for r in result.select(
-    F.get_json_object(F.col("value").cast("string"), "$.tier").alias("tier"))
-    .groupBy("tier").count().collect()}
+tiers = {
+    r.tier: r["count"]
+    for r in result.select(F.get_json_object(F.col("value").cast("string"), "$.tier").alias("tier"))
+    .groupBy("tier")
+    .count()
+    .collect()
+}
 written = result.count()
-print(f"stream: {first} rows on the first run, {second} on the second; "
-      f"{written} messages in {ENRICHED}, tiers {tiers}")
-result.select(F.col("key").cast("string").alias("key"),
-              F.col("value").cast("string").alias("value"), "properties").show(3, truncate=False)
+print(
+    f"stream: {first} rows on the first run, {second} on the second; "
+    f"{written} messages in {ENRICHED}, tiers {tiers}"
+)
+result.select(
+    F.col("key").cast("string").alias("key"),
+    F.col("value").cast("string").alias("value"),
+    "properties",
+).show(3, truncate=False)
 
 # COMMAND ----------
 
-if counts != {"eu": 750, "us": 250} or all_count != 1000 or (first, second, written) != (
-        1000, 0, 1000):
+if (
+    counts != {"eu": 750, "us": 250}
+    or all_count != 1000
+    or (first, second, written) != (1000, 0, 1000)
+):
     msg = f"unexpected counts: {counts}, {all_count}, {(first, second, written)}"
     raise AssertionError(msg)
 print("03_write: OK, 1000 rows routed, 1000 written with options, 1000 streamed once")

@@ -55,19 +55,22 @@ except NameError:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
-             .appName("pulsar-spark-notebook")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+        .appName("pulsar-spark-notebook")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
 
 spark.dataSource.register(PulsarDataSource)
 RUN = uuid.uuid4().hex[:8]  # topics of this run: reruns never see each other's data
 print(f"Pulsar at {SERVICE_URL}; Spark {spark.version}; run {RUN}")
 # COMMAND ----------
+
 
 def setting(widget: str, env: str, label: str) -> str:
     """A non-secret setting: a widget on Databricks (defaulting to the environment)."""
@@ -125,20 +128,26 @@ print("options:", {k: ("<redacted>" if k == "authParams" else v) for k, v in AUT
 # COMMAND ----------
 
 TOPIC = f"persistent://public/default/secured-{RUN}"
-(spark.range(100)
- .select(F.format_string("device-%d", F.col("id") % 10).alias("key"),
-         F.to_json(F.struct("id", (F.col("id") * 0.5).alias("reading"))).alias("value"))
- .write.format("pulsar")
- .option("service.url", SERVICE_URL)
- .options(**AUTH)
- .option("topic", TOPIC)
- .mode("append")
- .save())
-back = (spark.read.format("pulsar")
-        .option("service.url", SERVICE_URL)
-        .options(**AUTH)
-        .option("topic", TOPIC)
-        .load())
+(
+    spark.range(100)
+    .select(
+        F.format_string("device-%d", F.col("id") % 10).alias("key"),
+        F.to_json(F.struct("id", (F.col("id") * 0.5).alias("reading"))).alias("value"),
+    )
+    .write.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .options(**AUTH)
+    .option("topic", TOPIC)
+    .mode("append")
+    .save()
+)
+back = (
+    spark.read.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .options(**AUTH)
+    .option("topic", TOPIC)
+    .load()
+)
 back.groupBy(F.col("key").cast("string").alias("device")).count().orderBy("device").show(3)
 count = back.count()
 

@@ -49,6 +49,7 @@ from .message_id import EARLIEST, LATEST, MessageId
 from .position import InvalidPosition, Position
 from .topics import base_topic, partition_name
 
+# fmt: off
 __all__ = [
     "pb",
     "BatchItems", "encode_batch", "is_batch", "split_batch",
@@ -66,3 +67,4 @@ __all__ = [
     "InvalidPosition", "Position",
     "base_topic", "partition_name",
 ]
+# fmt: on

@@ -1,4 +1,4 @@
-"""The Apache Pulsar fixtures (tests/support/apache.py) and the admin helper (tests/support/admin.py):
+"""The Apache Pulsar fixtures (tests/support/apache.py) and its admin helper (admin.py):
 distribution, configuration, readiness, restart with data, the REST calls, and the
 ``broker`` fixture that runs a test on both brokers."""
 

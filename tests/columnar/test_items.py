@@ -32,8 +32,11 @@ def raw_batch(items: list[tuple[pb.SingleMessageMetadata, bytes]]) -> bytes:
 
 def entry_of(raw: bytes, count: int, *, split: bool, entry_id: int = 7, **meta: object):
     metadata = pb.MessageMetadata(
-        producer_name="p", sequence_id=100, publish_time=1_700_000_000_000,
-        num_messages_in_batch=count, **meta,
+        producer_name="p",
+        sequence_id=100,
+        publish_time=1_700_000_000_000,
+        num_messages_in_batch=count,
+        **meta,
     )
     return open_entry(3, entry_id, -1, metadata, raw, split=split)
 
@@ -47,10 +50,12 @@ def rows(entries, positions=None) -> list[dict]:
 
 def same_rows(raws: list[tuple[bytes, int]], positions=None) -> list[dict]:
     """Rows of the entries opened split and unsplit, which must agree."""
-    exact = rows([entry_of(r, c, split=True, entry_id=i) for i, (r, c) in enumerate(raws)],
-                 positions)
-    lazy = rows([entry_of(r, c, split=False, entry_id=i) for i, (r, c) in enumerate(raws)],
-                positions)
+    exact = rows(
+        [entry_of(r, c, split=True, entry_id=i) for i, (r, c) in enumerate(raws)], positions
+    )
+    lazy = rows(
+        [entry_of(r, c, split=False, entry_id=i) for i, (r, c) in enumerate(raws)], positions
+    )
     assert lazy == exact
     return lazy
 
@@ -58,8 +63,10 @@ def same_rows(raws: list[tuple[bytes, int]], positions=None) -> list[dict]:
 def fixed_items(count: int, size: int = 100) -> list[tuple[pb.SingleMessageMetadata, bytes]]:
     """Items of equal length: the layout of one producer's fixed-size records."""
     return [
-        (pb.SingleMessageMetadata(sequence_id=1000 + i, event_time=1_700_000_000_000 + i),
-         bytes([i % 256]) * size)
+        (
+            pb.SingleMessageMetadata(sequence_id=1000 + i, event_time=1_700_000_000_000 + i),
+            bytes([i % 256]) * size,
+        )
         for i in range(count)
     ]
 
@@ -132,12 +139,17 @@ def test_items_of_different_lengths_are_not_guessed() -> None:
 def event_items(count: int, seed: int = 0) -> list[tuple[pb.SingleMessageMetadata, bytes]]:
     """Application events: text payloads of varied length, a key, two properties."""
     return [
-        (pb.SingleMessageMetadata(
-            partition_key=f"user-{i * 7 + seed}",
-            properties=[pb.KeyValue(key="kind", value="click" * (i % 3)),
-                        pb.KeyValue(key="source", value="web")],
-            event_time=1_700_000_000_000 + i),
-         b'{"n": %d, "pad": "%s"}' % (i, b"x" * ((i * 37 + seed) % 90)))
+        (
+            pb.SingleMessageMetadata(
+                partition_key=f"user-{i * 7 + seed}",
+                properties=[
+                    pb.KeyValue(key="kind", value="click" * (i % 3)),
+                    pb.KeyValue(key="source", value="web"),
+                ],
+                event_time=1_700_000_000_000 + i,
+            ),
+            b'{"n": %d, "pad": "%s"}' % (i, b"x" * ((i * 37 + seed) % 90)),
+        )
         for i in range(count)
     ]
 
@@ -147,7 +159,8 @@ def test_items_of_text_payloads_are_located_by_their_zero_led_sizes() -> None:
     data = np.frombuffer(b"".join(raws), np.uint8)
     bases = np.cumsum([0] + [len(r) for r in raws[:-1]])
     fits, payload_starts, sizes = locate_by_headers(
-        data, bases, np.array([len(r) for r in raws]), np.array([40, 1, 9]))
+        data, bases, np.array([len(r) for r in raws]), np.array([40, 1, 9])
+    )
     assert fits.tolist() == [True, True, True]
     exact_starts, exact_sizes = [], []
     for base, raw, count in zip(bases.tolist(), raws, (40, 1, 9), strict=True):
@@ -159,10 +172,12 @@ def test_items_of_text_payloads_are_located_by_their_zero_led_sizes() -> None:
 
 
 def test_a_batch_with_more_zero_runs_than_items_is_not_guessed() -> None:
-    raw = raw_batch([(pb.SingleMessageMetadata(), b"a\x00\x00\x00\x00b"),
-                     (pb.SingleMessageMetadata(), b"c")])
+    raw = raw_batch(
+        [(pb.SingleMessageMetadata(), b"a\x00\x00\x00\x00b"), (pb.SingleMessageMetadata(), b"c")]
+    )
     fits, payload_starts, _ = locate_by_headers(
-        np.frombuffer(raw, np.uint8), np.array([0]), np.array([len(raw)]), np.array([2]))
+        np.frombuffer(raw, np.uint8), np.array([0]), np.array([len(raw)]), np.array([2])
+    )
     assert not fits[0]
     assert len(payload_starts) == 0
 
@@ -172,10 +187,16 @@ def counted_wrong() -> bytes:
     metadata is longer than 255 bytes (its size starts with two zero bytes only)
     and item 0's payload holds a run. Only the metadata show the guess wrong."""
     big = pb.SingleMessageMetadata(properties=[pb.KeyValue(key="k", value="v" * 300)])
-    raw = raw_batch([(pb.SingleMessageMetadata(), b"ab\x00\x00\x00\x02cdefgh"),
-                     (big, b"second"), (pb.SingleMessageMetadata(), b"third")])
+    raw = raw_batch(
+        [
+            (pb.SingleMessageMetadata(), b"ab\x00\x00\x00\x02cdefgh"),
+            (big, b"second"),
+            (pb.SingleMessageMetadata(), b"third"),
+        ]
+    )
     fits, *_ = locate_by_headers(
-        np.frombuffer(raw, np.uint8), np.array([0]), np.array([len(raw)]), np.array([3]))
+        np.frombuffer(raw, np.uint8), np.array([0]), np.array([len(raw)]), np.array([3])
+    )
     assert fits[0]  # the guess is taken; the builder must find it wrong
     return raw
 
@@ -187,8 +208,10 @@ def test_a_wrong_guess_from_zero_runs_is_caught_by_the_metadata() -> None:
 
 
 def test_binary_payloads_read_alike_and_stop_the_zero_run_guess() -> None:
-    binary = [(pb.SingleMessageMetadata(partition_key=f"k{i}"), b"\x00" * (i % 7 + 3) + b"z")
-              for i in range(6)]
+    binary = [
+        (pb.SingleMessageMetadata(partition_key=f"k{i}"), b"\x00" * (i % 7 + 3) + b"z")
+        for i in range(6)
+    ]
     raws = [(raw_batch(binary[: n + 1]), n + 1) for n in range(6)] * 2
     builder = ArrowBatchBuilder(TOPIC)
     for i, (raw, count) in enumerate(raws):
@@ -207,9 +230,11 @@ def test_binary_payloads_read_alike_and_stop_the_zero_run_guess() -> None:
                 st.one_of(st.none(), st.text(max_size=12)),
                 st.lists(st.sampled_from([0, 0, 1, 0x61, 0x7B]), max_size=40).map(bytes),
             ),
-            min_size=1, max_size=8,
+            min_size=1,
+            max_size=8,
         ),
-        min_size=1, max_size=5,
+        min_size=1,
+        max_size=5,
     ),
     data=st.data(),
 )
@@ -217,9 +242,13 @@ def test_zero_heavy_payloads_and_long_metadata_read_like_the_exact_split(entries
     raws = []
     for items in entries:
         built = [
-            (pb.SingleMessageMetadata(
-                properties=[pb.KeyValue(key=k, value=v) for k, v in props],
-                **({} if key is None else {"partition_key": key})), payload)
+            (
+                pb.SingleMessageMetadata(
+                    properties=[pb.KeyValue(key=k, value=v) for k, v in props],
+                    **({} if key is None else {"partition_key": key}),
+                ),
+                payload,
+            )
             for props, key, payload in items
         ]
         raws.append((raw_batch(built), len(built)))
@@ -243,8 +272,13 @@ def wrong_guess() -> bytes:
     """Three items whose lengths add up as if all were as long as the first
     (6 + 5 bytes each), all with 2-byte metadata: the guess passes the size and
     header checks, and only item 1's payload_size shows it wrong."""
-    raw = raw_batch([(pb.SingleMessageMetadata(), b"a" * 5), (pb.SingleMessageMetadata(),
-                     b"b"), (pb.SingleMessageMetadata(), b"c" * 9)])
+    raw = raw_batch(
+        [
+            (pb.SingleMessageMetadata(), b"a" * 5),
+            (pb.SingleMessageMetadata(), b"b"),
+            (pb.SingleMessageMetadata(), b"c" * 9),
+        ]
+    )
     assert len(raw) == 3 * (4 + 2 + 5)
     assert raw[11:15] == b"\x00\x00\x00\x02"
     return raw
@@ -266,13 +300,17 @@ def test_a_wrong_guess_is_caught_in_items_not_read() -> None:
 @given(
     entries=st.lists(
         st.one_of(
-            st.builds(lambda n, size: raw_batch(fixed_items(n, size)),
-                      st.integers(1, 40), st.integers(0, 300)),
+            st.builds(
+                lambda n, size: raw_batch(fixed_items(n, size)),
+                st.integers(1, 40),
+                st.integers(0, 300),
+            ),
             item_lists(1, 10, allow_compacted_out=False).map(
                 lambda its: raw_batch([(i.smm(), i.payload) for i in its])
             ),
         ),
-        min_size=1, max_size=6,
+        min_size=1,
+        max_size=6,
     ),
     data=st.data(),
 )
@@ -297,9 +335,18 @@ def _count(raw: bytes) -> int:
 
 
 @PROPS
-@given(built=st.lists(st.builds(
-    build_entry, item_lists(1, 6), metadata_base(), st.sampled_from([pb.NONE, pb.LZ4]),
-), min_size=1, max_size=4))
+@given(
+    built=st.lists(
+        st.builds(
+            build_entry,
+            item_lists(1, 6),
+            metadata_base(),
+            st.sampled_from([pb.NONE, pb.LZ4]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_entries_from_the_strategies_read_alike(built) -> None:
     def collect(split: bool) -> list[dict]:
         builder = ArrowBatchBuilder(TOPIC, partition=2)
@@ -312,11 +359,13 @@ def test_entries_from_the_strategies_read_alike(built) -> None:
 
 
 def test_compacted_out_items_are_dropped_by_the_builder_when_not_yet_located() -> None:
-    raw = raw_batch([
-        (pb.SingleMessageMetadata(), b"kept"),
-        (pb.SingleMessageMetadata(compacted_out=True), b"gone"),
-        (pb.SingleMessageMetadata(), b"also"),
-    ])
+    raw = raw_batch(
+        [
+            (pb.SingleMessageMetadata(), b"kept"),
+            (pb.SingleMessageMetadata(compacted_out=True), b"gone"),
+            (pb.SingleMessageMetadata(), b"also"),
+        ]
+    )
     exact, lazy = entry_of(raw, 3, split=True), entry_of(raw, 3, split=False)
     assert select(exact) == [0, 2]
     assert select(lazy) == [0, 1, 2]  # not located: select cannot tell
@@ -349,8 +398,9 @@ def test_a_corrupt_unsplit_batch_fails_the_build_naming_the_entry(raw: bytes) ->
 @pytest.mark.parametrize(
     "dropped",
     [
-        pb.SingleMessageMetadata(compacted_out=True, partition_key="!!",
-                                 partition_key_b64_encoded=True),
+        pb.SingleMessageMetadata(
+            compacted_out=True, partition_key="!!", partition_key_b64_encoded=True
+        ),
         pb.SingleMessageMetadata(compacted_out=True, event_time=2**63),
     ],
     ids=["bad-base64-key", "time-out-of-range"],

@@ -714,16 +714,33 @@ def test_map_array_rejects_invalid_utf8() -> None:
 
 #: (field, wire type) of the fields a layout may hold: every known one but
 #: properties, and unknown ones of each skippable wire type.
-_LAYOUT_FIELDS = [(2, 2), (3, 0), (4, 0), (5, 0), (6, 0), (7, 2), (8, 0), (9, 0), (10, 0),
-                  (12, 0), (13, 2), (14, 1), (15, 5)]
+_LAYOUT_FIELDS = [
+    (2, 2),
+    (3, 0),
+    (4, 0),
+    (5, 0),
+    (6, 0),
+    (7, 2),
+    (8, 0),
+    (9, 0),
+    (10, 0),
+    (12, 0),
+    (13, 2),
+    (14, 1),
+    (15, 5),
+]
 
 
 @st.composite
 def same_layout_items(draw: st.DrawFn) -> list[bytes]:
     """Several metadata with one layout: the same fields, each value of one size."""
-    spec = draw(st.lists(
-        st.tuples(st.sampled_from(_LAYOUT_FIELDS), st.integers(1, 9)), min_size=1, max_size=6,
-    ))
+    spec = draw(
+        st.lists(
+            st.tuples(st.sampled_from(_LAYOUT_FIELDS), st.integers(1, 9)),
+            min_size=1,
+            max_size=6,
+        )
+    )
     bodies = []
     for _ in range(draw(st.integers(2, 6))):
         body = b""
@@ -734,8 +751,9 @@ def same_layout_items(draw: st.DrawFn) -> list[bytes]:
             elif wire == 2:
                 body += lfield(field, draw(st.binary(min_size=size, max_size=size)))
             else:
-                body += tag(field, wire) + draw(st.binary(min_size=8 if wire == 1 else 4,
-                                                          max_size=8 if wire == 1 else 4))
+                body += tag(field, wire) + draw(
+                    st.binary(min_size=8 if wire == 1 else 4, max_size=8 if wire == 1 else 4)
+                )
         bodies.append(body)
     return bodies
 
@@ -759,8 +777,10 @@ def test_layouts_that_differ_are_walked() -> None:
     assert same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
     assert_like_upb(bodies)
     # A key of another length, and properties, are walked too.
-    for other in ([lfield(2, b"ab"), lfield(2, b"abc")],
-                  [lfield(1, lfield(1, b"k") + lfield(2, b"v"))] * 2):
+    for other in (
+        [lfield(2, b"ab"), lfield(2, b"abc")],
+        [lfield(1, lfield(1, b"k") + lfield(2, b"v"))] * 2,
+    ):
         buf, starts, ends = layout(other)
         assert same_layout(np.frombuffer(buf, np.uint8), starts, ends) is None
         assert_like_upb(other)

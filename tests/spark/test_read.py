@@ -285,7 +285,7 @@ def test_split_by_publish_time_returns_the_same_rows(broker, topic_name) -> None
         ]
         pieces = split_ranges(client, [whole], 4, by_time=True)
         assert len(pieces) == 4
-        assert all(p.start.count(":") == 3 for p in pieces[1:])
+        assert all(p.start.message_id is not None for p in pieces[1:])
         got = [
             r
             for p in pieces
