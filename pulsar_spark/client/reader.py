@@ -118,6 +118,10 @@ class PartitionReader(ReaderSession):
         self._batch_bytes = batch_bytes
         self._chunks = ChunkBounds(self, log)
         self.end_of_topic = False
+        #: (ledger, entry) of the first message begun in the read (a plain message, or
+        #: a chunked message's first chunk) once past a start time; None before. A
+        #: chunked message completes after the messages interleaved with its chunks.
+        self.first_begun: tuple[int, int] | None = None
         self._idle_since = time.monotonic()
         self._stall_reconnect_at = 0.0
 
@@ -255,11 +259,15 @@ class PartitionReader(ReaderSession):
                 # chunk): it belongs to the range before, which completes it.
                 self._mark_processed(ledger, entry_id)
                 return self._at_end(ledger, entry_id, end)
+            if metadata.chunk_id == 0 and self.first_begun is None:
+                self.first_begun = begins
             whole = self._chunks.add(ledger, entry_id, metadata, payload)
             if whole is None:
                 self._mark_processed(ledger, entry_id)
                 return self._at_end(ledger, entry_id, end)
             metadata, payload, begins = whole.metadata, whole.payload, whole.first
+        elif self.first_begun is None:
+            self.first_begun = begins
         # The broker bounds the compressed size only: a message (batch, or chunks put
         # together) may inflate well past max_message_size; the assembler's bound
         # still guards against a size that lies.
@@ -358,7 +366,10 @@ def message_id_at_time(
     there is none.
 
     A chunked message begins at its first chunk (its id is its last chunk's): a
-    range that ends at the id given here must not hold its first chunks.
+    range that ends at the id given here must not hold its first chunks. The scan
+    gives messages as they complete, so a message completed first (a plain one
+    between the chunks) may come after one begun earlier: the answer is the entry
+    of the first message begun.
     """
     reader = PartitionReader(
         lookup,
@@ -369,4 +380,10 @@ def message_id_at_time(
     )
     with contextlib.closing(reader.ids(limit=1)) as refs:
         found = next(refs, None)
-    return None if found is None else found.message_id
+    if found is None:
+        return None
+    begun = reader.first_begun
+    found_id = found.message_id
+    if begun is not None and begun < (found_id.ledger, found_id.entry):
+        return MessageId(begun[0], begun[1], found_id.partition, -1)
+    return found_id

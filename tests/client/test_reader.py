@@ -395,10 +395,16 @@ class _HeldChunks:
     one's connection is the one holding the chunks back."""
 
     def __init__(
-        self, client: PulsarClient, topic: str, big: bytes, monkeypatch: pytest.MonkeyPatch
+        self,
+        client: PulsarClient,
+        topic: str,
+        big: bytes,
+        monkeypatch: pytest.MonkeyPatch,
+        pause: float = 0.0,
     ) -> None:
         self.producer = client.create_producer(topic, batching=False, chunk_max_size=4096)
         self.producer.send(b"a")
+        time.sleep(pause)  # publish times apart
         self._release = threading.Event()
         conn = self.producer._conn
         real_send, sent = conn.send, []
@@ -531,6 +537,35 @@ def test_a_chunked_message_begins_at_its_first_chunk_for_times_and_probes(
         for entry in range(first, last_chunk + 2):
             assert client.entry_exists(topic_name, f"{ledger}:{entry}:{partition}:-1")
         assert not client.entry_exists(topic_name, f"{ledger}:{last_chunk + 2}:{partition}:-1")
+
+
+def test_a_time_begins_at_a_chunked_message_a_later_message_completes_before(
+    broker, topic_name, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "a", the first two chunks of ``big``, "b" from another producer, big's other
+    # chunks: "b" completes first, but the first message begun at big's publish time
+    # is big, at its first chunk.
+    import random
+
+    big = random.Random(10).randbytes(20_000)
+    with PulsarClient(broker.service_url) as client:
+        held = _HeldChunks(client, topic_name, big, monkeypatch, pause=0.05)
+        with (
+            PulsarClient(broker.service_url) as other,
+            other.create_producer(topic_name, batching=False) as producer,
+        ):
+            producer.send(b"b")
+        held.finish()
+        held.producer.close()
+        rows = _rows(client, topic_name)
+        assert [r["value"] for r in rows] == [b"a", b"b", big]  # as they complete
+        ledger, first, partition, _ = (int(x) for x in rows[0]["messageId"].split(":"))
+        at = rows[2]["publishTime"]
+        assert rows[0]["publishTime"] < at <= rows[1]["publishTime"]
+        found = client.message_id_at_time(topic_name, at)
+        assert found == MessageId(ledger, first + 1, partition, -1)
+        assert [r["value"] for r in _rows(client, topic_name, end=at)] == [b"a"]
+        assert [r["value"] for r in _rows(client, topic_name, start=at)] == [b"b", big]
 
 
 # -- id-level probes: the Arrow path's selection, no Arrow ---------------------------
