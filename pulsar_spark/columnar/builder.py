@@ -38,6 +38,7 @@ from .row_columns import (
     with_nulls,
 )
 from .schema import ROW_SCHEMA, empty_batch
+from .schema_version import entry_schema_version, schema_version_column
 from .single import as_batch_of_one
 from .smm_columns import decode_smm_columns
 from .text_columns import numbered, repeated
@@ -98,6 +99,8 @@ class ArrowBatchBuilder:
         self._broker_times: list[int] = []
         self._first_index: list[int] = []
         self._has_index: list[bool] = []
+        # Per entry: the schema version its messages carry (None: none).
+        self._schema_versions: list[int | None] = []
 
     @property
     def value_bytes(self) -> int:
@@ -132,6 +135,7 @@ class ArrowBatchBuilder:
         self._producers.append(text(meta.producer_name))
         self._base_seqs.append(meta.sequence_id)
         self._prefixes.append(f"{entry.ledger}:{entry.entry}:{entry.partition}:")
+        self._schema_versions.append(entry_schema_version(meta))
         bem = entry.broker_entry_metadata
         has_index = bem is not None and bem.HasField("index")
         self._broker_times.append(bem.broker_timestamp if bem is not None else 0)
@@ -336,6 +340,7 @@ class ArrowBatchBuilder:
                 unset=0,
             ),
             broker_index_column(self._has_index, self._first_index, row_entry, batch_indexes),
+            schema_version_column(self._schema_versions, row_entry),
         ]
         return pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
 

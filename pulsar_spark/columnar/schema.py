@@ -21,6 +21,10 @@ index         int64, nullable         the broker's message index (its
                                       ``AppendIndexMetadataInterceptor``);
                                       for a batch item: the entry's index -
                                       items + batch index + 1
+schemaVersion  int64, nullable        the version of the topic's schema the
+                                      producer wrote with (MessageMetadata's
+                                      ``schema_version``); null when it
+                                      carries none
 ============  ======================  =========================================
 """
 
@@ -47,6 +51,7 @@ ROW_SCHEMA = pa.schema(
         pa.field("sequenceId", pa.int64(), nullable=False),
         pa.field("brokerPublishTime", TIMESTAMP),
         pa.field("index", pa.int64()),
+        pa.field("schemaVersion", pa.int64()),
     ]
 )
 

@@ -138,6 +138,7 @@ def _arrow_expected(built: Built, ledger: int, entry: int, partition: int) -> li
             "sequenceId": _signed(exp["sequence_id"]),
             "brokerPublishTime": None,
             "index": None,
+            "schemaVersion": None,
         }
         for exp in built.expected()
     ]
