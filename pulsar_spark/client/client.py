@@ -325,10 +325,15 @@ class PulsarClient:
         start: BoundLike = "earliest",
         end: BoundLike = "latest",
         limit: int | None = None,
+        receiver_queue_size: int | None = None,
     ) -> Generator[MessageRef, None, None]:
         """The :class:`MessageRef` (message id, publish time in epoch ms) of each
         message :meth:`read_batches` would return between ``start`` and ``end``,
-        in order, at most ``limit`` of them (all when None).
+        at most ``limit`` of them (all when None), in the order the Arrow path
+        gives them: the order messages complete. That is the order of their ids,
+        but for a chunked message, which comes when its last chunk is read, after
+        the messages stored between its chunks, while its id is its first chunk's
+        entry: the greatest id is not always the last one.
 
         ``topic`` is a non-partitioned topic or one partition; bounds as
         :meth:`read_batches` takes them (ids inclusive). The messages are the same
@@ -338,18 +343,22 @@ class PulsarClient:
         entry (batch index -1): a range that starts after it, or ends at it
         exclusively, leaves the message whole to one side. Leaving the iterator
         early (``close()``, or a ``with contextlib.closing(...)``) ends the read.
+        ``receiver_queue_size`` is the consumer's window (by default ``limit``, at
+        most 1000).
 
         Raises:
             ClientError: a partitioned topic, or a malformed bound.
         """
         name = self._one_partition(topic, "scan")
         first, last = start_bound(start), end_bound(end)
+        if receiver_queue_size is None:
+            receiver_queue_size = 1000 if limit is None else min(max(limit, 1), 1000)
         reader = PartitionReader(
             self._lookup,
             name,
             start=first,
             end=last,
-            receiver_queue_size=1000 if limit is None else min(max(limit, 1), 1000),
+            receiver_queue_size=receiver_queue_size,
             operation_timeout=self.operation_timeout,
         )
         return reader.ids(limit)

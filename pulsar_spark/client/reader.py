@@ -144,7 +144,9 @@ class PartitionReader(ReaderSession):
         """The id and publish time of each message the read delivers, at most
         ``limit`` of them (all when None), with exactly the selection of the Arrow
         path; no Arrow is built, and payloads that are not batches are not
-        decompressed. A chunked message is given by its first chunk's entry."""
+        decompressed. A chunked message is given by its first chunk's entry, and
+        comes (as its Arrow row does) once its last chunk is read: after the
+        messages stored between its chunks, whose ids are greater."""
         count = 0
         try:
             if limit is not None and limit < 1:

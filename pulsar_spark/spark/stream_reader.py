@@ -234,12 +234,17 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, topic: str, start: Position, end: Position, rows: int
     ) -> tuple[int, Position, bool]:
         """Rows from ``start`` towards ``end``, at most ``rows``: (count, position after
-        the last one, whether ``end`` was reached). Message ids only: no rows are built."""
-        with contextlib.closing(self.client.scan_ids(topic, start, end, limit=rows)) as refs:
+        the last one, whether ``end`` was reached). Message ids only: no rows are built.
+        The ids come as messages complete: a chunked message (its first chunk's id)
+        after those stored between its chunks, so the greatest id is the last one."""
+        window = self.options.receiver_queue_size
+        scan = self.client.scan_ids(topic, start, end, limit=rows, receiver_queue_size=window)
+        with contextlib.closing(scan) as refs:
             ids = [ref.message_id for ref in refs]
         if len(ids) < rows:
             return len(ids), end, True
-        return rows, Position.after(ids[-1]), reaches(ids[-1], end)
+        last = max(ids, key=lambda mid: (mid.ledger, mid.entry, mid.batch_index))
+        return rows, Position.after(last), reaches(last, end)
 
     # -- planning and reading --------------------------------------------------------------
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+
 import pytest
 
-from pulsar_spark.protocol import MessageId
+from pulsar_spark.client import MessageRef
+from pulsar_spark.protocol import MessageId, Position
 from pulsar_spark.spark.options import PulsarOptionError, parse_options
 from pulsar_spark.spark.ranges import PartitionRange, plan_ranges, resolve_topics
 from pulsar_spark.spark.splits import _entry_boundaries, _Probe, _shares
+from pulsar_spark.spark.stream_reader import PulsarStreamReader
 
 NS = "persistent://public/default/"
 
@@ -69,6 +74,41 @@ def test_offsets_errors_name_the_option() -> None:
         _plan(client, topic="p", startingOffsets='{"p": {"7": -2}}')
     with pytest.raises(PulsarOptionError, match="names partition 0, not 1"):
         _plan(client, topic="p", startingOffsets='{"p-partition-1": "5:6:0:-1"}')
+
+
+class Scans:
+    """What admission control asks of a client: ``scan_ids`` gives ``ids`` as
+    messages complete, and records the consumer window asked for."""
+
+    def __init__(self, ids: list[MessageId]) -> None:
+        self.ids = ids
+        self.windows: list[int | None] = []
+
+    def scan_ids(
+        self,
+        topic: str,
+        start: Position,
+        end: Position,
+        limit: int | None = None,
+        receiver_queue_size: int | None = None,
+    ) -> Iterator[MessageRef]:
+        self.windows.append(receiver_queue_size)
+        for message_id in self.ids[:limit]:
+            yield MessageRef(message_id, 0)
+
+
+def test_admission_moves_past_the_greatest_id_with_the_options_window() -> None:
+    # A chunked message (first chunk 1:1) completes after a message stored at 1:2,
+    # between its chunks: the next micro-batch starts after 1:2, not after 1:1.
+    options = parse_options({"service.url": "pulsar://h:6650", "topic": "t"})
+    options = dataclasses.replace(options, receiver_queue_size=7)
+    reader = PulsarStreamReader(options)
+    scans = Scans([MessageId(1, 2), MessageId(1, 1), MessageId(1, 5)])
+    reader._client = scans  # type: ignore[assignment]
+    end = Position.after(MessageId(1, 9))
+    counted = reader._count_ahead(NS + "t", Position.earliest(), end, 2)
+    assert counted == (2, Position.after(MessageId(1, 2)), False)
+    assert scans.windows == [7]
 
 
 def test_topics_pattern_matches_base_names() -> None:
