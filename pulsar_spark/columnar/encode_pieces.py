@@ -1,0 +1,236 @@
+"""Bytes per row built column by column: :class:`Piece` (a length per row and the rows' bytes
+one after another) and the NumPy/Arrow steps that make and join them.
+
+An encoder turns each column into one or more pieces, all for the same rows;
+the value of a row is its pieces' bytes, piece after piece (:func:`join`)::
+
+    piece        lens  [2, 0, 1]        data  b"ab" b"" b"c"   (rows in order)
+    join(a, b)   lens  a.lens + b.lens  data  row 0 of a, row 0 of b, row 1 of a...
+
+Pieces of rows that are a subset of the rows (the valid ones of a nullable
+column) become pieces of all rows with :func:`expand` (0 bytes elsewhere);
+pieces of list elements become pieces of the lists' rows with :func:`group`.
+No step loops over rows in Python: :func:`join` lays the pieces out as one
+Arrow binary array and lets Arrow's ``take`` copy them in row order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .arrays import Bytes, Int64s, Ints, Mask, UInt64s
+
+__all__ = [
+    "Piece",
+    "binary_piece",
+    "choice",
+    "constant",
+    "expand",
+    "fixed",
+    "group",
+    "join",
+    "long_piece",
+    "to_arrow",
+    "varint_piece",
+    "zigzag",
+]
+
+_MAX_BINARY = 2**31 - 1
+_SEVEN = np.uint64(7)
+_LOW7 = np.uint64(0x7F)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes for each of ``len(lens)`` rows: row ``r`` has ``lens[r]`` bytes, and ``data``
+    holds the rows' bytes in row order. ``width`` is set when every row has that many
+    bytes (``data`` then reshapes to ``(rows, width)``)."""
+
+    lens: Int64s
+    data: Bytes
+    width: int | None = None
+
+    @property
+    def rows(self) -> int:
+        return len(self.lens)
+
+    def offsets(self) -> Int64s:
+        """Where each row's bytes start in ``data``, and the end (``rows + 1`` values)."""
+        out = np.zeros(self.rows + 1, np.int64)
+        np.cumsum(self.lens, out=out[1:])
+        return out
+
+
+def fixed(matrix: Bytes) -> Piece:
+    """A piece of ``matrix.shape[1]`` bytes per row, from a ``(rows, width)`` uint8 matrix."""
+    rows, width = matrix.shape
+    data = np.ascontiguousarray(matrix).reshape(-1)
+    return Piece(np.full(rows, width, np.int64), data, width)
+
+
+def constant(rows: int, value: bytes) -> Piece:
+    """The same bytes on every row."""
+    one = np.frombuffer(value, np.uint8)
+    return fixed(np.broadcast_to(one, (rows, len(one))))
+
+
+def choice(options: Sequence[bytes], index: Ints) -> Piece:
+    """Row ``r`` holds ``options[index[r]]`` (a union branch, a boolean, a comma...)."""
+    sizes = {len(o) for o in options}
+    if len(sizes) == 1:
+        table = np.frombuffer(b"".join(options), np.uint8).reshape(len(options), -1)
+        return fixed(table[index])
+    taken = pa.array(options, pa.large_binary()).take(pa.array(index))
+    return binary_piece(taken)
+
+
+def binary_piece(array: pa.Array) -> Piece:
+    """The bytes of each element of a binary or string array (of any offset width, views
+    and fixed-size binary included); null elements keep whatever bytes they have, so the
+    caller drops nulls first."""
+    kind = array.type
+    rows = len(array)
+    if rows == 0:
+        return Piece(np.zeros(0, np.int64), np.zeros(0, np.uint8))
+    if pa.types.is_fixed_size_binary(kind):
+        width = kind.byte_width
+        buf = array.buffers()[1]
+        data = np.frombuffer(buf, np.uint8, rows * width, array.offset * width)
+        return Piece(np.full(rows, width, np.int64), data, width)
+    if not (
+        pa.types.is_binary(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_large_string(kind)
+    ):
+        array = array.cast(pa.large_binary())
+        kind = array.type
+    wide = pa.types.is_large_binary(kind) or pa.types.is_large_string(kind)
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], np.int64 if wide else np.int32, rows + 1, array.offset)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(buffers[2], np.uint8, hi - lo, lo) if hi > lo else np.zeros(0, np.uint8)
+    return Piece(np.diff(offsets).astype(np.int64, copy=False), data)
+
+
+def zigzag(values: Int64s) -> UInt64s:
+    """Avro's zigzag mapping of signed longs: 0, -1, 1, -2... to 0, 1, 2, 3..."""
+    signed = np.asarray(values, np.int64)
+    mapped: UInt64s = ((signed << 1) ^ (signed >> 63)).view(np.uint64)
+    return mapped
+
+
+def varint_piece(values: UInt64s) -> Piece:
+    """Unsigned varints (7 bits a byte, low groups first, high bit = more follow)."""
+    rows = len(values)
+    values = np.asarray(values, np.uint64)
+    lens = np.ones(rows, np.int64)
+    rest = values >> _SEVEN
+    while rest.any():
+        lens += rest != 0
+        rest >>= _SEVEN
+    width = int(lens.max()) if rows else 1
+    matrix = np.empty((rows, width), np.uint8)
+    shifted = values.copy()
+    for j in range(width):
+        byte = (shifted & _LOW7).astype(np.uint8)
+        if j < width - 1:
+            byte |= (lens > j + 1).astype(np.uint8) << 7
+        matrix[:, j] = byte
+        shifted >>= _SEVEN
+    if rows == 0 or (lens == width).all():
+        return fixed(matrix)
+    keep = np.arange(width) < lens[:, None]
+    return Piece(lens, matrix[keep])
+
+
+def long_piece(values: Int64s) -> Piece:
+    """Avro ``int``/``long`` values: zigzag varints."""
+    return varint_piece(zigzag(values))
+
+
+def expand(piece: Piece, valid: Mask) -> Piece:
+    """A piece of the rows where ``valid`` is true, as a piece of all rows (no bytes on the
+    others)."""
+    lens = np.zeros(len(valid), np.int64)
+    lens[valid] = piece.lens
+    return Piece(lens, piece.data)
+
+
+def group(piece: Piece, offsets: Int64s) -> Piece:
+    """A piece of list elements as a piece of the lists: row ``r`` holds elements
+    ``offsets[r]`` to ``offsets[r + 1]``, which must start at element 0 and cover all."""
+    ends = np.zeros(piece.rows + 1, np.int64)
+    np.cumsum(piece.lens, out=ends[1:])
+    at = ends[np.asarray(offsets, np.int64)]
+    return Piece(np.diff(at), piece.data)
+
+
+def join(pieces: Sequence[Piece], rows: int) -> Piece:
+    """One piece whose rows hold the pieces' rows one after another.
+
+    Neighbouring fixed-width pieces are joined with NumPy into one matrix; the
+    rest go into one Arrow binary array (piece after piece) whose elements
+    Arrow's ``take`` copies in row order.
+    """
+    merged: list[Piece] = []
+    for piece in pieces:
+        if piece.width == 0 or (piece.width is None and len(piece.data) == 0):
+            continue
+        last = merged[-1] if merged else None
+        if last is not None and last.width is not None and piece.width is not None:
+            both = np.hstack(
+                (last.data.reshape(rows, last.width), piece.data.reshape(rows, piece.width))
+            )
+            merged[-1] = fixed(both)
+        else:
+            merged.append(piece)
+    if not merged:
+        return Piece(np.zeros(rows, np.int64), np.zeros(0, np.uint8), 0)
+    if len(merged) == 1:
+        return merged[0]
+    count = len(merged)
+    offsets = np.zeros(count * rows + 1, np.int64)
+    np.cumsum(np.concatenate([p.lens for p in merged]), out=offsets[1:])
+    data = np.concatenate([p.data for p in merged])
+    elements = pa.Array.from_buffers(
+        pa.large_binary(), count * rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    order = (np.arange(rows, dtype=np.int64)[:, None] + rows * np.arange(count)).reshape(-1)
+    taken = elements.take(pa.array(order))
+    out = np.frombuffer(taken.buffers()[1], np.int64, rows * count + 1, taken.offset)
+    lens = out[count::count] - out[0:-1:count]
+    total = int(out[-1] - out[0])
+    body = (
+        np.frombuffer(taken.buffers()[2], np.uint8, total, int(out[0]))
+        if total
+        else np.zeros(0, np.uint8)
+    )
+    return Piece(lens, body)
+
+
+def to_arrow(piece: Piece, valid: Mask | None = None) -> pa.Array:
+    """The rows as a binary array (large_binary past 2 GiB), null where ``valid`` is false
+    (those rows must have no bytes)."""
+    rows = piece.rows
+    offsets = piece.offsets()
+    total = int(offsets[-1])
+    validity = None
+    nulls = 0
+    if valid is not None and not valid.all():
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        nulls = rows - int(np.count_nonzero(valid))
+    if total > _MAX_BINARY:
+        kind, index = pa.large_binary(), offsets
+    else:
+        kind, index = pa.binary(), offsets.astype(np.int32)
+    return pa.Array.from_buffers(
+        kind,
+        rows,
+        [validity, pa.py_buffer(index), pa.py_buffer(np.ascontiguousarray(piece.data))],
+        null_count=nulls,
+    )
