@@ -130,6 +130,8 @@ class ReaderSession:
         # anyway, and pulsar-lite serves a reused name from its first start id.
         name = _fresh_name()
         seek_time = self._start_time if self._processed is None else None
+        if seek_time is not None and seek_time < 0:
+            seek_time = None  # before 1970, before every message (the SEEK's time is unsigned)
         self._attach(name)
         if seek_time is not None and self._live().seek_to_time(seek_time):
             self._consumer = None  # closed by the broker for the seek: attach again

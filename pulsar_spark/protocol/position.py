@@ -66,9 +66,10 @@ class Position:
 
     @classmethod
     def at_time(cls, time_ms: int) -> Position:
-        """The first message published at or after ``time_ms`` (epoch milliseconds)."""
-        if not isinstance(time_ms, int) or isinstance(time_ms, bool) or time_ms < 0:
-            msg = f"a publish time must be epoch milliseconds >= 0, not {time_ms!r}"
+        """The first message published at or after ``time_ms`` (epoch milliseconds;
+        a time before 1970, before every message, means from the start)."""
+        if not isinstance(time_ms, int) or isinstance(time_ms, bool):
+            msg = f"a publish time must be epoch milliseconds (an int), not {time_ms!r}"
             raise InvalidPosition(msg)
         return cls("time", None, time_ms)
 

@@ -201,11 +201,8 @@ def parse_time(name: str, value: str) -> int:
 
 
 def publish_time(name: str, value: str) -> Position:
-    """``startingTime``/``endingTime``: a ``time:`` position."""
-    ms = parse_time(name, value)
-    if ms < 0:
-        raise PulsarOptionError(name, f"must be at or after 1970-01-01, got {value!r}")
-    return Position.at_time(ms)
+    """``startingTime``/``endingTime``: a ``time:`` position (before 1970: from the start)."""
+    return Position.at_time(parse_time(name, value))
 
 
 def _position(name: str, value: object, *, ending: bool) -> Position:

@@ -214,6 +214,19 @@ def test_start_and_end_by_publish_time(broker, topic_name) -> None:
         )
 
 
+def test_a_time_before_1970_reads_from_the_start(broker, topic_name) -> None:
+    # Before every message (the SEEK's time is unsigned on the wire).
+    produce(broker.service_url, topic_name, _messages(5))
+    with PulsarClient(broker.service_url) as client:
+        rows = _rows(client, topic_name)
+        first = MessageId.parse(rows[0]["messageId"])
+        for before in (Position.at_time(-5), dt.datetime(1969, 12, 31, tzinfo=dt.timezone.utc)):
+            assert _rows(client, topic_name, start=before) == rows
+            assert _rows(client, topic_name, end=before) == []
+        assert client.message_id_at_time(topic_name, -5) == first
+        assert client.message_id_at_time(topic_name, Position.at_time(-86_400_000)) == first
+
+
 def test_time_bounds_on_an_empty_topic(broker, topic_name) -> None:
     now = dt.datetime.now(dt.timezone.utc)
     with PulsarClient(broker.service_url) as client:

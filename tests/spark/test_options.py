@@ -132,6 +132,10 @@ def test_times_and_offsets() -> None:
         1_700_000_000_500
     )
     assert ms(_parse(endingTime="2023-11-14 22:13:20").ending_time) == 1_700_000_000_000
+    # Before 1970: before every message, so a read from the start (as before the redesign).
+    assert ms(_parse(startingTime="-5").starting_time) == -5
+    assert ms(_parse(startingTime="1969-12-31T23:59:59Z").starting_time) == -1000
+    assert ms(_parse(endingTime="1969-12-31T00:00:00Z").ending_time) == -86_400_000
     spec = _parse(
         startingOffsets='{"t": "1:2:-1:3", "u-partition-2": -1, "v": {"0": -2, "1": "4:5"}}'
     ).starting_offsets
