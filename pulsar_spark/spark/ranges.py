@@ -160,15 +160,16 @@ def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionR
     """One range per partition of every topic read, bounds applied."""
     topics = resolve_topics(client, options)
     starting, ending = options.starting_offsets, options.ending_offsets
-    known: set[tuple[str, int]] = set()  # (topic, partition), -1 for the topic itself
+    known_topics: set[str] = set()
+    known_partitions: set[tuple[str, int]] = set()  # partition -1: a topic without any
     ranges = []
     for topic in topics:
         partitions = client.get_partitions(topic)
         partitioned = partitions != [topic]
-        known.add((topic, -1))
+        known_topics.add(topic)
         for name in partitions:
             index = base_topic(name)[1] if partitioned else -1
-            known.add((topic, index))
+            known_partitions.add((topic, index))
             start = (
                 options.starting_time
                 or _offset_for("startingOffsets", starting, topic, index, partitioned)
@@ -181,12 +182,13 @@ def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionR
             )
             ranges.append(PartitionRange(name, start, end))
     for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
-        keys = [(t, -1) for t, _ in spec.by_topic] + [key for key, _ in spec.by_partition]
-        for topic, index in keys:
-            if (topic, index) not in known:
-                what = topic if index < 0 else f"partition {index} of {topic}"
-                msg = f"names {what}, which this read does not include (topics: {topics})"
-                raise PulsarOptionError(option, msg)
+        unknown = [t for t, _ in spec.by_topic if t not in known_topics]
+        for (t, i), _ in spec.by_partition:
+            if (t, i) not in known_partitions:
+                unknown.append(f"partition {i} of {t}")
+        if unknown:
+            msg = f"names {unknown[0]}, which this read does not include (topics: {topics})"
+            raise PulsarOptionError(option, msg)
     return ranges
 
 

@@ -76,6 +76,19 @@ def test_offsets_errors_name_the_option() -> None:
         _plan(client, topic="p", startingOffsets='{"p-partition-1": "5:6:0:-1"}')
 
 
+def test_an_offsets_key_naming_no_partition_is_refused() -> None:
+    with pytest.raises(
+        PulsarOptionError,
+        match=r"'startingOffsets'.*names partition -1 of \S+/t, which this read does not include",
+    ):
+        _plan(StandIn({"t": 2}), topic="t", startingOffsets='{"t": {"-1": "1:2"}}')
+    with pytest.raises(PulsarOptionError, match=r"'endingOffsets'.*names partition 2 of"):
+        _plan(StandIn({"t": 2}), topic="t", endingOffsets='{"t-partition-2": "1:2"}')
+    # A topic without partitions is its own partition -1.
+    ranges = _plan(StandIn({"u": 0}), topic="u", startingOffsets='{"u": {"-1": "1:2"}}')
+    assert ranges == [PartitionRange(NS + "u", "1:2:-1:-1", "latest", True)]
+
+
 class Scans:
     """What admission control asks of a client: ``scan_ids`` gives ``ids`` as
     messages complete, and records the consumer window asked for."""
