@@ -138,7 +138,7 @@ class _Fitter:
         self.misfits = misfits
 
     def no(self, path: str, dtype: pa.DataType, node: AvroType, why: str = "") -> None:
-        reason = f"a {dtype} column does not fit {describe_avro(node)}"
+        reason = f"a column of type {dtype} does not fit {describe_avro(node)}"
         self.misfits.append((path, f"{reason} ({why})" if why else reason))
 
     def fit(self, dtype: pa.DataType, node: AvroType, path: str) -> Enc | None:

@@ -35,7 +35,7 @@ class SchemaMismatch(SchemaError, ValueError):
     def of(cls, misfits: Sequence[Misfit], *, topic: str = "", schema: str = "") -> SchemaMismatch:
         """One error for all the fields that do not fit; ``schema`` names the schema kind."""
         fields = ", ".join(path or "<value>" for path, _ in misfits)
-        reasons = "; ".join(f"{path or '<value>'}: {why}" for path, why in misfits)
+        reasons = "; ".join(f"{path}: {why}" if path else why for path, why in misfits)
         kind = f"the {schema} schema" if schema else "the schema"
         reason = f"the data does not fit {kind}: {reasons}"
         return cls(reason, topic=topic, field=fields)

@@ -26,6 +26,7 @@ from .arrays import Bytes, Int64s, Ints, Mask, UInt64s
 
 __all__ = [
     "Piece",
+    "base64_piece",
     "binary_piece",
     "choice",
     "constant",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 _MAX_BINARY = 2**31 - 1
+_B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)
 _SEVEN = np.uint64(7)
 _LOW7 = np.uint64(0x7F)
 
@@ -234,3 +236,25 @@ def to_arrow(piece: Piece, valid: Mask | None = None) -> pa.Array:
         [validity, pa.py_buffer(index), pa.py_buffer(np.ascontiguousarray(piece.data))],
         null_count=nulls,
     )
+
+
+def base64_piece(piece: Piece) -> Piece:
+    """Each row's bytes as standard Base64 text (``=`` padded), as ``base64.b64encode``."""
+    groups = -(-piece.lens // 3)
+    padded = np.zeros(int(groups.sum()) * 3, np.uint8)
+    starts = np.zeros(piece.rows, np.int64)
+    np.cumsum(groups[:-1] * 3, out=starts[1:])
+    if len(piece.data):
+        index = np.repeat(starts - piece.offsets()[:-1], piece.lens)
+        index += np.arange(len(piece.data), dtype=np.int64)
+        padded[index] = piece.data
+    triples = padded.reshape(-1, 3).astype(np.uint32)
+    word = (triples[:, 0] << 16) | (triples[:, 1] << 8) | triples[:, 2]
+    sextets = (word[:, None] >> np.array([18, 12, 6, 0], np.uint32)) & 0x3F
+    text = _B64[sextets].reshape(-1)
+    lens = groups * 4
+    ends = np.cumsum(lens)
+    rest = piece.lens % 3
+    text[ends[rest > 0] - 1] = ord("=")
+    text[ends[rest == 1] - 2] = ord("=")
+    return Piece(lens, text)

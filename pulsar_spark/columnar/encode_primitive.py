@@ -1,0 +1,213 @@
+"""Arrow columns encoded as Pulsar primitive schema values (STRING, INT32, TIMESTAMP...), one
+payload per row, with NumPy byte-swapped views (layouts as the Java client writes them).
+
+===============  ====================================  =================================
+Schema type      Arrow types that fit                  bytes (all big-endian)
+===============  ====================================  =================================
+NONE, BYTES      binary (any offsets, views, fixed)    as they are
+STRING           string (any offsets, views)           UTF-8
+BOOLEAN          bool                                  1 byte, 01 or 00
+INT8..INT64      integers no wider (uint: narrower)    1 / 2 / 4 / 8 bytes
+FLOAT, DOUBLE    float16/32, and float64 for DOUBLE    IEEE 754 (NaN as Java's canonical NaN)
+DATE             date32, date64, timestamp             int64 ms since the epoch
+TIME             time32, time64                        int64 ms of the day
+TIMESTAMP        timestamp (naive: UTC), date          int64 ms since the epoch
+INSTANT          timestamp                             int64 epoch second, int32 nanosecond
+LOCAL_DATE       date32, date64                        int64 epoch day
+LOCAL_TIME       time32, time64                        int64 nanosecond of the day
+LOCAL_DATE_TIME  timestamp (its wall time as stored)   int64 epoch day, int64 ns of the day
+===============  ====================================  =================================
+
+Times are rounded down to the unit (as Java's ``getTime`` does). A null
+value gives a null payload: the producer sends it with ``null_value``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ..protocol.schema_type import SchemaType
+from .arrays import Bytes, Int64s
+from .encode_avro import Values, value_array
+from .encode_avro_nodes import valid_mask
+from .encode_errors import SchemaMismatch
+from .encode_pieces import Piece, binary_piece, to_arrow
+
+__all__ = ["check_primitive", "encode_primitive", "primitive_fits"]
+
+_NS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_DAY_NS = 86_400 * 1_000_000_000
+_MS_NS = 1_000_000
+_F4_NAN = np.array([0x7FC00000], ">u4").view(">f4")[0]
+_F8_NAN = np.array([0x7FF8000000000000], ">u8").view(">f8")[0]
+
+
+def _nanos(array: pa.Array) -> Int64s:
+    """Nanoseconds of a timestamp, time or date column (since the epoch or midnight)."""
+    kind = array.type
+    if pa.types.is_date32(kind):
+        days = np.asarray(array.view(pa.int32()).to_numpy(zero_copy_only=False), np.int64)
+        return days * _DAY_NS
+    if pa.types.is_date64(kind):
+        return np.asarray(array.view(pa.int64()).to_numpy(zero_copy_only=False)) * _MS_NS
+    raw = array.view(pa.int32() if kind.bit_width == 32 else pa.int64())
+    return np.asarray(raw.to_numpy(zero_copy_only=False), np.int64) * _NS[kind.unit]
+
+
+def _be(values: np.ndarray, dtype: str) -> Bytes:
+    """Values as big-endian ``dtype``, one row of bytes per value."""
+    out = np.ascontiguousarray(values.astype(dtype, copy=False))
+    matrix: Bytes = out.view(np.uint8).reshape(len(values), -1)
+    return matrix
+
+
+def _ints(dtype: str) -> Callable[[pa.Array], Bytes]:
+    def convert(array: pa.Array) -> Bytes:
+        return _be(np.asarray(array.to_numpy(zero_copy_only=False)), dtype)
+
+    return convert
+
+
+def _floats(dtype: str, nan: np.floating) -> Callable[[pa.Array], Bytes]:
+    def convert(array: pa.Array) -> Bytes:
+        values = np.asarray(array.to_numpy(zero_copy_only=False)).astype(dtype)
+        values[np.isnan(values)] = nan
+        return _be(values, dtype)
+
+    return convert
+
+
+def _bool(array: pa.Array) -> Bytes:
+    flags = np.asarray(array.to_numpy(zero_copy_only=False), bool)
+    return flags.view(np.uint8).reshape(-1, 1)
+
+
+def _millis(array: pa.Array) -> Bytes:
+    return _be(_nanos(array) // _MS_NS, ">i8")
+
+
+def _instant(array: pa.Array) -> Bytes:
+    seconds, nanos = np.divmod(_nanos(array), 1_000_000_000)
+    return np.hstack((_be(seconds, ">i8"), _be(nanos, ">i4")))
+
+
+def _local_date(array: pa.Array) -> Bytes:
+    return _be(_nanos(array) // _DAY_NS, ">i8")
+
+
+def _local_time(array: pa.Array) -> Bytes:
+    return _be(_nanos(array), ">i8")
+
+
+def _local_date_time(array: pa.Array) -> Bytes:
+    days, nanos = np.divmod(_nanos(array), _DAY_NS)
+    return np.hstack((_be(days, ">i8"), _be(nanos, ">i8")))
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    b = pa.types
+    return bool(
+        b.is_binary(t)
+        or b.is_large_binary(t)
+        or b.is_binary_view(t)
+        or (b.is_fixed_size_binary(t) and not b.is_decimal(t))
+    )
+
+
+def _int_fits(bits: int) -> Callable[[pa.DataType], bool]:
+    def fits(t: pa.DataType) -> bool:
+        if pa.types.is_signed_integer(t):
+            return bool(t.bit_width <= bits)
+        return bool(pa.types.is_unsigned_integer(t) and t.bit_width < bits)
+
+    return fits
+
+
+_t = pa.types
+#: Per type: which Arrow types fit, and how a column of them becomes a (rows, width) matrix.
+_FIXED: dict[SchemaType, tuple[Callable[[pa.DataType], bool], Callable[[pa.Array], Bytes]]] = {
+    SchemaType.BOOLEAN: (_t.is_boolean, _bool),
+    SchemaType.INT8: (_int_fits(8), _ints(">i1")),
+    SchemaType.INT16: (_int_fits(16), _ints(">i2")),
+    SchemaType.INT32: (_int_fits(32), _ints(">i4")),
+    SchemaType.INT64: (_int_fits(64), _ints(">i8")),
+    SchemaType.FLOAT: (lambda t: _t.is_float16(t) or _t.is_float32(t), _floats(">f4", _F4_NAN)),
+    SchemaType.DOUBLE: (_t.is_floating, _floats(">f8", _F8_NAN)),
+    SchemaType.DATE: (lambda t: _t.is_date(t) or _t.is_timestamp(t), _millis),
+    SchemaType.TIME: (_t.is_time, _millis),
+    SchemaType.TIMESTAMP: (lambda t: _t.is_timestamp(t) or _t.is_date(t), _millis),
+    SchemaType.INSTANT: (_t.is_timestamp, _instant),
+    SchemaType.LOCAL_DATE: (_t.is_date, _local_date),
+    SchemaType.LOCAL_TIME: (_t.is_time, _local_time),
+    SchemaType.LOCAL_DATE_TIME: (_t.is_timestamp, _local_date_time),
+}
+
+
+def primitive_fits(dtype: pa.DataType, kind: SchemaType) -> bool:
+    """Whether values of ``dtype`` can be written with the primitive schema ``kind``."""
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if kind.is_bytes:
+        return _is_binary(dtype)
+    if kind is SchemaType.STRING:
+        return _is_text(dtype)
+    if kind in _FIXED:
+        return bool(_FIXED[kind][0](dtype))
+    return False
+
+
+def check_primitive(dtype: pa.DataType, kind: SchemaType, *, topic: str = "") -> None:
+    """Raises :class:`SchemaMismatch` when ``dtype`` values cannot be written as ``kind``."""
+    if not primitive_fits(dtype, kind):
+        if kind.is_primitive:
+            reason = f"a column of type {dtype} cannot be written as {kind.name}"
+        else:
+            reason = f"{kind.name} is not a primitive schema type"
+        raise SchemaMismatch.of([("", reason)], topic=topic, schema=kind.name)
+
+
+def encode_primitive(values: Values, kind: SchemaType, *, topic: str = "") -> pa.Array:
+    """One payload per row of a primitive schema type: a binary array, null where the
+    value is null.
+
+    Raises:
+        SchemaMismatch: values of a type that does not fit ``kind`` (see the module).
+    """
+    array = value_array(values)
+    check_primitive(array.type, kind, topic=topic)
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    rows = len(array)
+    valid = valid_mask(array)
+    nulls = array.null_count
+    if kind.is_bytes or kind is SchemaType.STRING:
+        if nulls:
+            array = array.filter(pa.array(valid))
+        body = binary_piece(array)
+    else:
+        matrix = _FIXED[kind][1](array.fill_null(_zero(array.type)) if nulls else array)
+        if nulls:
+            matrix = matrix[valid]
+        body = Piece(np.full(len(matrix), matrix.shape[1], np.int64), matrix.reshape(-1))
+    if nulls:
+        lens = np.zeros(rows, np.int64)
+        lens[valid] = body.lens
+        body = Piece(lens, body.data)
+    return to_arrow(body, valid if nulls else None)
+
+
+def _zero(dtype: pa.DataType) -> pa.Scalar:
+    """A value to stand in for nulls before the conversion (their bytes are dropped)."""
+    if pa.types.is_boolean(dtype):
+        return pa.scalar(False)
+    if pa.types.is_integer(dtype) or pa.types.is_floating(dtype):
+        return pa.scalar(0, dtype)
+    storage = pa.int32() if dtype.bit_width == 32 else pa.int64()
+    return pa.scalar(0, storage).cast(dtype)
