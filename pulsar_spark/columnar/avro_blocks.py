@@ -103,11 +103,11 @@ class BlockNode(Node):
             size = sized_lanes.read_long(self.path)
             bad = size < 0
             if bad.any():
-                sized_lanes.fail(bad, self.path, f"negative block size {int(size[bad][0])}")
+                sized_lanes.fail(bad, self.path, "negative block size {0}", size)
                 size[bad] = 0
             count[sized] = -count[sized]
             if not read:  # the size lets a skip jump over the block
-                room = sized_lanes.check_room(size, self.path, f"a block of {size.max()} bytes")
+                room = sized_lanes.check_room(size, self.path, "a block of {0} bytes")
                 if room is not None:
                     size[room] = 0
                 sized_lanes.pos += size
@@ -119,9 +119,7 @@ class BlockNode(Node):
         most = left // least if least else np.full(len(left), MAX_EMPTY_ITEMS)
         bad = (count > most) | (count < 0)
         if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            reason = f"a block of {int(count[first])} items in {int(left[first])} bytes"
-            sub.fail(bad, self.path, reason)
+            sub.fail(bad, self.path, "a block of {0} items in {1} bytes", count, left)
             count[bad] = 0
             jumped[bad] = False
         return count, jumped

@@ -11,7 +11,7 @@ own defaults), enums as symbols, logical types as their underlying value
 from __future__ import annotations
 
 import json
-from decimal import Decimal
+from decimal import Context, Decimal
 
 import pyarrow as pa
 
@@ -19,6 +19,10 @@ from .avro_schema import NO_DEFAULT, AvroType, Enum, Field, Fixed, Primitive, Re
 from .schema_errors import SchemaResolutionError
 
 __all__ = ["default_array"]
+
+
+#: Enough digits for any decimal (scaleb rounds to the context's precision).
+_EXACT = Context(prec=100)
 
 
 class _Bad(ValueError):
@@ -102,7 +106,7 @@ def _scalar(node: Primitive | Fixed, value: object) -> object:
             raise _Bad(msg)
         if node.logical == "decimal":
             unscaled = int.from_bytes(raw, "big", signed=True)
-            return Decimal(unscaled).scaleb(-node.scale)
+            return Decimal(unscaled).scaleb(-node.scale, _EXACT)
         return raw
     msg = f"not a {kind}"
     raise _Bad(msg)

@@ -57,14 +57,22 @@ class Failures:
         self.failed: Mask = np.zeros(rows, bool)
         self.errors: dict[int, SchemaDecodeError] = {}
 
-    def add(self, rows: Int64s, path: str, reason: str) -> None:
-        """Rows whose values failed at ``path``; raises unless collecting."""
+    def add(self, rows: Int64s, path: str, reason: str, values: tuple[Int64s, ...] = ()) -> None:
+        """Rows whose values failed at ``path``; raises unless collecting.
+
+        ``reason`` is formatted per row with the row's ``values`` (``{0}``, ``{1}``...).
+        """
         if not self.collect:
-            raise SchemaDecodeError(reason, row=int(rows.min()), topic=self.topic, field=path)
-        new = np.unique(rows[~self.failed[rows]])
+            first = int(np.argmin(rows))
+            text = reason.format(*(int(v[first]) for v in values)) if values else reason
+            raise SchemaDecodeError(text, row=int(rows[first]), topic=self.topic, field=path)
+        fresh = ~self.failed[rows]
+        new, at = np.unique(rows[fresh], return_index=True)
         self.failed[new] = True
-        for row in new.tolist():
-            self.errors[row] = SchemaDecodeError(reason, row=row, topic=self.topic, field=path)
+        chosen = [v[fresh][at] for v in values]
+        for k, row in enumerate(new.tolist()):
+            text = reason.format(*(int(v[k]) for v in chosen)) if values else reason
+            self.errors[row] = SchemaDecodeError(text, row=row, topic=self.topic, field=path)
 
     def texts(self) -> pa.Array:
         """One string per row: the error of a failed row, null for the others."""
@@ -99,20 +107,21 @@ class Lanes:
         """Take the cursors of a :meth:`subset` back."""
         self.pos[index] = sub.pos
 
-    def fail(self, bad: Mask, path: str, reason: str) -> None:
-        """Lanes whose value is broken: raise, or note their rows and end them."""
-        self.failures.add(self.rows[bad], path, reason)
+    def fail(self, bad: Mask, path: str, reason: str, *values: Int64s) -> None:
+        """Lanes whose value is broken: raise, or note their rows and end them. ``reason``
+        is formatted per lane with its ``values`` (arrays over all the lanes)."""
+        self.failures.add(self.rows[bad], path, reason, tuple(v[bad] for v in values))
         self.pos[bad] = self.end[bad]
 
     def check_room(self, size: Int64s | int, path: str, what: str) -> Mask | None:
-        """Lanes without ``size`` bytes left fail; the mask of them, or None."""
-        bad = size > self.end - self.pos  # not pos + size: a huge size would overflow
+        """Lanes without ``size`` bytes left fail; the mask of them, or None. ``what``
+        names the value, ``{0}`` standing for its size."""
+        left = self.end - self.pos
+        bad = size > left  # not pos + size > end: a huge size would overflow
         if not bad.any():
             return None
-        left = self.end - self.pos
-        self.fail(
-            bad, path, f"{what} runs past the end of the value ({int(left[bad][0])} bytes left)"
-        )
+        sizes = np.broadcast_to(np.asarray(size, np.int64), left.shape)
+        self.fail(bad, path, what + " runs past the end of the value ({1} bytes left)", sizes, left)
         return bad
 
     # -- reads ---------------------------------------------------------------------------
@@ -126,13 +135,12 @@ class Lanes:
         value: Int64s = (raw >> _ONE).view(np.int64) ^ -(raw & _ONE).view(np.int64)
         self.pos += length
         if bad.any():
-            short = bad & ok
-            reason = (
-                "a varint runs past the end of the value"
-                if short.any()
-                else "a varint longer than 10 bytes"
-            )
-            self.fail(bad, path, reason)
+            # Ten bytes with continuation bits inside the value: too long; else past its end.
+            too_long = ~ok & (self.end - (self.pos - length) >= 10)
+            if too_long.any():
+                self.fail(too_long, path, "a varint longer than 10 bytes")
+            if (bad & ~too_long).any():
+                self.fail(bad & ~too_long, path, "a varint runs past the end of the value")
             value[bad] = 0
         return value
 
@@ -141,7 +149,7 @@ class Lanes:
         value: Int64s = self.read_long(path)
         bad = (value < _INT32_MIN) | (value > _INT32_MAX)
         if bad.any():
-            self.fail(bad, path, f"{int(value[bad][0])} is out of the range of an Avro int")
+            self.fail(bad, path, "{0} is out of the range of an Avro int", value)
             value[bad] = 0
         return value
 
@@ -150,9 +158,9 @@ class Lanes:
         length = self.read_long(path)
         neg = length < 0
         if neg.any():
-            self.fail(neg, path, f"negative {what} length {int(length[neg][0])}")
+            self.fail(neg, path, f"negative {what} length {{0}}", length)
             length[neg] = 0
-        bad = self.check_room(length, path, f"{what} of {length.max()} bytes")
+        bad = self.check_room(length, path, f"{what} of {{0}} bytes")
         if bad is not None:
             length[bad] = 0
         start: Int64s = self.pos.copy()

@@ -166,7 +166,7 @@ class EnumNode(Node):
         index = lanes.read_long(self.path)
         bad = (index < 0) | (index >= self.writer_count)
         if bad.any():
-            lanes.fail(bad, self.path, f"enum index {int(index[bad][0])} out of range")
+            lanes.fail(bad, self.path, "enum index {0} out of range", index)
             index[bad] = 0
         mapped = self.to_reader[index]
         missing = mapped < 0
@@ -200,7 +200,7 @@ class UnionNode(Node):
         index = lanes.read_long(self.path)
         bad = (index < 0) | (index >= len(self.branches))
         if bad.any():
-            lanes.fail(bad, self.path, f"union branch {int(index[bad][0])} out of range")
+            lanes.fail(bad, self.path, "union branch {0} out of range", index)
             nulls = [i for i, b in enumerate(self.branches) if b is None]
             index[bad] = nulls[0] if nulls else 0
         return index

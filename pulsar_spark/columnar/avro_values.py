@@ -117,4 +117,15 @@ def decimal_array(lanes: Lanes, start: Ints, length: Ints, out: pa.DataType, pat
         if bad.any():
             lanes.fail(bad, path, f"a decimal wider than {width} bytes")
             little[bad] = 0
-    return pa.Array.from_buffers(out, n, [None, pa.py_buffer(np.ascontiguousarray(little))])
+    column = pa.Array.from_buffers(out, n, [None, pa.py_buffer(np.ascontiguousarray(little))])
+    try:
+        column.validate(full=True)  # every value within the precision
+    except pa.ArrowInvalid:
+        # Error path only: the values with more digits than the precision.
+        most = 10**out.precision
+        unscaled = [int.from_bytes(row.tobytes(), "little", signed=True) for row in little]
+        bad = np.array([abs(v) >= most for v in unscaled], bool)
+        lanes.fail(bad, path, f"a decimal with more than {out.precision} digits")
+        little[bad] = 0
+        column = pa.Array.from_buffers(out, n, [None, pa.py_buffer(little)])
+    return column

@@ -155,7 +155,7 @@ class _Mapper:
 
     def field(self, name: str, node: AvroType, path: str, records: tuple[str, ...]) -> pa.Field:
         inner, nullable = non_null(node)
-        if inner is None:
+        if inner is None or inner.kind == "null":
             return pa.field(name, pa.null())
         return pa.field(name, self.type(inner, path, records), nullable=nullable)
 
