@@ -32,7 +32,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulsar_spark.columnar.encode_avro import avro_encoder, value_type  # noqa: E402
+from pulsar_spark.columnar.encode_avro import avro_encoder, value_type
 
 
 def record_table(rows: int, *, seed: int = 7) -> pa.Table:
