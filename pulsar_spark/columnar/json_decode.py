@@ -1,0 +1,286 @@
+"""Values of JSON schemas (one JSON object per message, described by an Avro schema)
+decoded into Arrow columns with Arrow's JSON reader.
+
+Pulsar's JSON schema carries an Avro schema of the JSON values (the Java
+client writes them with Jackson, the Python client with ``json.dumps``):
+numbers for ints, longs, floats, doubles, decimals and the date/time logical
+types (their underlying number: days, milliseconds...), strings for strings,
+enums and uuids, base64 strings for bytes, objects for records and maps.
+
+The values are joined into one newline-separated buffer and parsed by
+``pyarrow.json`` with an explicit schema (the numbers' storage types), then
+cast to the mapped types. Objects may span lines (the Python client
+pretty-prints them). A value that is not one JSON object of that schema makes
+the parse fail or yield another number of rows: the values are then split in
+halves until the bad rows are found, so the error names the row. Schemas with
+maps or bytes (which Arrow's reader cannot build) are decoded per value with
+Python's ``json`` module instead: correct, but not columnar.
+
+Fields missing from a value read as null (Jackson omits nulls), so every
+field of the result is nullable; fields the schema does not name are ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from .arrays import Ints, Mask
+from .avro_lanes import expand
+from .avro_schema import AvroType, parse_avro
+from .schema_arrow import EnumMode, avro_arrow_type
+from .schema_errors import SchemaDecodeError
+
+__all__ = ["JsonPlan", "nullable_type"]
+
+
+class JsonPlan:
+    """How to decode JSON values of a JSON schema (its data: an Avro schema as JSON text).
+
+    Raises:
+        UnmappableSchema: a schema that is not valid or has no Arrow type.
+    """
+
+    def __init__(
+        self, schema: str | bytes | AvroType, *, topic: str = "", enums: EnumMode = "string"
+    ) -> None:
+        self.topic = topic
+        node = parse_avro(schema, topic=topic) if isinstance(schema, str | bytes) else schema
+        #: The Arrow type of the values: the Avro mapping, every field nullable.
+        self.type: pa.DataType = nullable_type(avro_arrow_type(node, topic=topic, enums=enums))
+        self.columnar = pa.types.is_struct(self.type) and _arrow_readable(self.type)
+        if self.columnar:
+            self.parse_schema = pa.schema(list(_storage(self.type)))
+
+    def decode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """One struct per JSON object (null where ``values`` is null).
+
+        Raises:
+            SchemaDecodeError: a value that is not a JSON object of the schema.
+        """
+        return self._decode(values, collect=False)[0]
+
+    def decode_collect(self, values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+        """Like :meth:`decode`, but a value that does not decode comes out null, and the
+        second column holds its error text (null for the rows that decoded)."""
+        column, errors = self._decode(values, collect=True)
+        texts: list[str | None] = [None] * len(column)
+        for row, text in errors.items():
+            texts[row] = text
+        return column, pa.array(texts, pa.string())
+
+    def _decode(
+        self, values: pa.Array | pa.ChunkedArray, *, collect: bool
+    ) -> tuple[pa.Array, dict[int, str]]:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        if not pa.types.is_binary(values.type):
+            values = values.cast(pa.binary())
+        valid: Mask = (
+            values.is_valid().to_numpy(zero_copy_only=False)
+            if values.null_count
+            else np.ones(len(values), bool)
+        )
+        rows = np.flatnonzero(valid)
+        present = values.filter(pa.array(valid)) if values.null_count else values
+        errors: dict[int, str] = {}
+        if self.columnar:
+            column = self._arrow(present, rows, errors, collect)
+        else:
+            column = self._python(present, rows, errors, collect)
+        column = expand(column, valid)
+        if errors:
+            bad = np.zeros(len(values), bool)
+            bad[list(errors)] = True
+            column = column.take(pa.array(np.arange(len(values)), mask=bad))
+        return column, errors
+
+    def _fail(self, row: int, reason: str, errors: dict[int, str], collect: bool) -> None:
+        if not collect:
+            raise SchemaDecodeError(reason, row=row, topic=self.topic)
+        errors[row] = reason
+
+    # -- Arrow's JSON reader -------------------------------------------------------------
+
+    def _arrow(
+        self, values: pa.Array, rows: Ints, errors: dict[int, str], collect: bool
+    ) -> pa.Array:
+        parsed = self._parse(values)
+        if parsed is not None:
+            return parsed
+        # Find the bad values: halves until each part parses or is one value.
+        good = np.ones(len(values), bool)
+        stack = [(0, len(values))]
+        while stack:
+            lo, hi = stack.pop()
+            if self._parse(values.slice(lo, hi - lo)) is not None:
+                continue
+            if hi - lo == 1:
+                good[lo] = False
+                self._fail(int(rows[lo]), _why(values[lo].as_py()), errors, collect)
+                continue
+            mid = (lo + hi) // 2
+            stack += [(mid, hi), (lo, mid)]  # the first half first: lowest row first
+        column = self._parse(values.filter(pa.array(good)))
+        assert column is not None
+        return expand(column, good)
+
+    def _parse(self, values: pa.Array) -> pa.Array | None:
+        """The values parsed (None when they do not parse into as many rows)."""
+        if not len(values):
+            return pa.array([], self.type)
+        offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, 4 * values.offset)
+        if not np.diff(offsets).all():  # an empty value would vanish
+            return None
+        one_list = pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
+        buffer = pc.binary_join(one_list, b"\n")[0].as_buffer()
+        options = pj.ParseOptions(
+            explicit_schema=self.parse_schema,
+            unexpected_field_behavior="ignore",
+            newlines_in_values=True,
+        )
+        read = pj.ReadOptions(block_size=max(1 << 20, min(len(buffer) + 1, 2**31 - 1)))
+        try:
+            table = pj.read_json(io.BytesIO(buffer), read_options=read, parse_options=options)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if table.num_rows != len(values):
+            return None
+        storage = pa.StructArray.from_arrays(
+            [table.column(i).combine_chunks() for i in range(table.num_columns)],
+            fields=list(self.parse_schema),
+        )
+        return storage.cast(self.type)
+
+    # -- Python's json (maps, bytes) -----------------------------------------------------
+
+    def _python(
+        self, values: pa.Array, rows: Ints, errors: dict[int, str], collect: bool
+    ) -> pa.Array:
+        out: list[Any] = []
+        for index, raw in enumerate(values.to_pylist()):
+            value, exc = _loaded(raw, self.type)
+            if exc is not None:
+                self._fail(int(rows[index]), _why(raw, exc), errors, collect)
+            out.append(value)
+        try:
+            return pa.array(out, self.type)
+        except _REFUSED:
+            pass
+        for index, value in enumerate(out):  # error path: the values Arrow refuses
+            exc = _refused(value, self.type)
+            if exc is not None:
+                self._fail(int(rows[index]), _why(values[index].as_py(), exc), errors, collect)
+                out[index] = None
+        return pa.array(out, self.type)
+
+
+_REFUSED = (pa.ArrowException, ValueError, TypeError, ArithmeticError)
+
+
+def _loaded(raw: bytes, dtype: pa.DataType) -> tuple[Any, Exception | None]:
+    try:
+        return _convert(json.loads(raw, parse_float=Decimal), dtype), None
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        return None, exc
+
+
+def _refused(value: Any, dtype: pa.DataType) -> Exception | None:
+    try:
+        pa.array([value], dtype)
+    except _REFUSED as exc:
+        return exc
+    return None
+
+
+def nullable_type(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with every struct field, list item and map value nullable."""
+    if pa.types.is_struct(dtype):
+        return pa.struct([pa.field(f.name, nullable_type(f.type)) for f in dtype])
+    if pa.types.is_list(dtype):
+        return pa.list_(pa.field(dtype.value_field.name, nullable_type(dtype.value_type)))
+    if pa.types.is_map(dtype):
+        return pa.map_(dtype.key_type, nullable_type(dtype.item_type))
+    return dtype
+
+
+def _arrow_readable(dtype: pa.DataType) -> bool:
+    """Whether Arrow's JSON reader can build the type (no maps, no base64 bytes, no lists
+    of nulls)."""
+    if pa.types.is_map(dtype) or pa.types.is_binary(dtype):
+        return False
+    if pa.types.is_struct(dtype):
+        return all(_arrow_readable(f.type) for f in dtype)
+    if pa.types.is_list(dtype):  # (Arrow 26 builds broken lists of nulls)
+        return not pa.types.is_null(dtype.value_type) and _arrow_readable(dtype.value_type)
+    return True
+
+
+def _storage(dtype: pa.DataType) -> pa.DataType:
+    """The type the JSON reader builds: temporal types as their numbers, enums as text."""
+    if pa.types.is_struct(dtype):
+        return pa.struct([pa.field(f.name, _storage(f.type)) for f in dtype])
+    if pa.types.is_list(dtype):
+        return pa.list_(pa.field(dtype.value_field.name, _storage(dtype.value_type)))
+    if pa.types.is_dictionary(dtype):
+        return dtype.value_type
+    if pa.types.is_temporal(dtype):
+        return pa.int32() if dtype.bit_width == 32 else pa.int64()
+    return dtype
+
+
+def _why(raw: bytes | None, exc: Exception | None = None) -> str:
+    """Why one value does not decode."""
+    try:
+        document = json.loads(raw or b"")
+    except ValueError as error:
+        return f"not JSON: {error}"
+    if not isinstance(document, dict):
+        return f"a JSON {type(document).__name__} where an object is expected"
+    if exc is not None:
+        return f"a JSON object that does not fit the schema: {exc}"
+    return "a JSON object that does not fit the schema"
+
+
+def _convert(value: Any, dtype: pa.DataType) -> Any:
+    """A parsed JSON value as the Python value Arrow builds ``dtype`` from."""
+    if value is None:
+        return None
+    if pa.types.is_struct(dtype):
+        if not isinstance(value, dict):
+            msg = f"a JSON {type(value).__name__} for a record"
+            raise TypeError(msg)
+        return {f.name: _convert(value.get(f.name), f.type) for f in dtype}
+    if pa.types.is_map(dtype):
+        if not isinstance(value, dict):
+            msg = f"a JSON {type(value).__name__} for a map"
+            raise TypeError(msg)
+        return [(k, _convert(v, dtype.item_type)) for k, v in value.items()]
+    if pa.types.is_list(dtype):
+        if not isinstance(value, list):
+            msg = f"a JSON {type(value).__name__} for an array"
+            raise TypeError(msg)
+        return [_convert(v, dtype.value_type) for v in value]
+    if pa.types.is_binary(dtype):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, TypeError):
+            msg = "bytes that are not base64 text"
+            raise ValueError(msg) from None
+    if isinstance(value, bool) != pa.types.is_boolean(dtype):
+        msg = f"a JSON {type(value).__name__} for {dtype}"
+        raise TypeError(msg)
+    if pa.types.is_decimal(dtype) and isinstance(value, int):
+        return Decimal(value)
+    if pa.types.is_floating(dtype) and isinstance(value, Decimal):
+        return float(value)  # numbers with a fraction parse as Decimal (exact for decimals)
+    return value
