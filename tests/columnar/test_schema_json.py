@@ -200,7 +200,7 @@ def test_maps_and_bytes_decode_through_python() -> None:
     plan = JsonPlan(schema)
     assert not plan.columnar
     values = pa.array([b'{"m":{"a":1,"b":2},"b":"aGk="}', b'{"m":{},"b":"not base64!"}'])
-    with pytest.raises(SchemaDecodeError, match="row 1: .*base64"):
+    with pytest.raises(SchemaDecodeError, match=r"row 1: .*base64"):
         plan.decode(values)
     assert plan.decode_collect(values)[0].to_pylist() == [
         {"m": [("a", 1), ("b", 2)], "b": b"hi"},
