@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .avro_schema import AvroType, parse_avro
 from .encode_avro_fit import fit_encoder
-from .encode_avro_nodes import valid_mask
+from .encode_avro_nodes import Enc, valid_mask
 from .encode_errors import Misfit, SchemaMismatch
 from .encode_pieces import expand, join, to_arrow
 from .schema_arrow import avro_schema_for
@@ -114,34 +114,42 @@ class AvroEncoder:
         self.schema: str = writer if isinstance(writer, str) else json.dumps(writer)
         #: The writer schema parsed.
         self.node: AvroType = parse_avro(writer, topic=topic)
+        self.enc = self._fit(dtype)
+        self._others: dict[pa.DataType, Enc] = {}
+
+    def _fit(self, dtype: pa.DataType) -> Enc:
         misfits: list[Misfit] = []
-        self.enc = fit_encoder(dtype, self.node, misfits)
+        enc = fit_encoder(dtype, self.node, misfits)
         if misfits:
-            raise SchemaMismatch.of(misfits, topic=topic, schema=kind)
+            raise SchemaMismatch.of(misfits, topic=self.topic, schema=self.kind)
+        return enc
 
     def encode(self, values: Values) -> pa.Array:
         """One payload per row: a binary array, null where the value is null.
 
+        Values of another type than the encoder's are checked against the schema first
+        (a DataFrame's batches may differ in nullability).
+
         Raises:
             SchemaMismatch: values the schema cannot hold (a null where it has no null,
-                an unknown enum symbol...), naming the field; values of another type.
+                an unknown enum symbol...), naming the field; values of a type that does
+                not fit.
         """
         array = value_array(values)
-        if array.type != self.dtype:
-            misfit = (
-                "",
-                f"values of type {array.type}, but the encoder was built for {self.dtype}",
-            )
-            raise SchemaMismatch.of([misfit], topic=self.topic, schema=self.kind)
+        enc = self.enc
+        if array.type != self.dtype:  # another nullability, say: checked again
+            if array.type not in self._others:
+                self._others[array.type] = self._fit(array.type)
+            enc = self._others[array.type]
         rows = len(array)
         valid = valid_mask(array)
         nulls = rows - int(np.count_nonzero(valid))
         try:
             if nulls:
                 kept = array.filter(pa.array(valid))
-                pieces = [expand(p, valid) for p in self.enc.encode(kept)]
+                pieces = [expand(p, valid) for p in enc.encode(kept)]
             else:
-                pieces = self.enc.encode(array)
+                pieces = enc.encode(array)
         except SchemaMismatch as exc:
             raise SchemaMismatch(exc.reason, topic=self.topic, field=exc.field) from None
         return to_arrow(join(pieces, rows), valid if nulls else None)

@@ -227,32 +227,39 @@ class JsonEncoder:
             writer = bytes(writer).decode()
         #: The schema (Avro schema JSON text), as the JSON SchemaInfo's data.
         self.schema: str = writer if isinstance(writer, str) else json.dumps(writer)
-        node = parse_avro(writer, topic=topic)
+        self.node = parse_avro(writer, topic=topic)
+        self.root = self._fit(dtype)
+        self._others: dict[pa.DataType, _Json] = {}
+
+    def _fit(self, dtype: pa.DataType) -> _Json:
         misfits: list[Misfit] = []
-        fit_encoder(dtype, node, misfits)
+        fit_encoder(dtype, self.node, misfits)
         if misfits:
-            raise SchemaMismatch.of(misfits, topic=topic, schema="JSON")
-        self.root = _compile(dtype, node, "")
+            raise SchemaMismatch.of(misfits, topic=self.topic, schema="JSON")
+        return _compile(dtype, self.node, "")
 
     def encode(self, values: Values) -> pa.Array:
         """One UTF-8 JSON document per row: a binary array, null where the value is null.
 
         Raises:
             SchemaMismatch: values the schema cannot hold (an unknown enum symbol, a
-                decimal that does not fit...), naming the field; values of another type.
+                decimal that does not fit...), naming the field; values of a type that
+                does not fit (another type than the encoder's is checked first).
         """
         array = value_array(values)
-        if array.type != self.dtype:
-            misfit = ("", f"values of type {array.type}, not {self.dtype}")
-            raise SchemaMismatch.of([misfit], topic=self.topic, schema="JSON")
+        root = self.root
+        if array.type != self.dtype:  # another nullability, say: checked again
+            if array.type not in self._others:
+                self._others[array.type] = self._fit(array.type)
+            root = self._others[array.type]
         rows = len(array)
         valid = valid_mask(array)
         try:
             if array.null_count:
                 kept = array.filter(pa.array(valid))
-                pieces = [expand(p, valid) for p in self.root.pieces(kept)]
+                pieces = [expand(p, valid) for p in root.pieces(kept)]
             else:
-                pieces = self.root.pieces(array)
+                pieces = root.pieces(array)
         except SchemaMismatch as exc:
             raise SchemaMismatch(exc.reason, topic=self.topic, field=exc.field) from None
         return to_arrow(join(pieces, rows), valid if array.null_count else None)

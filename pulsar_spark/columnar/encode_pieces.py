@@ -113,7 +113,8 @@ def binary_piece(array: pa.Array) -> Piece:
         kind = array.type
     wide = pa.types.is_large_binary(kind) or pa.types.is_large_string(kind)
     buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], np.int64 if wide else np.int32, rows + 1, array.offset)
+    index = np.dtype(np.int64 if wide else np.int32)
+    offsets = np.frombuffer(buffers[1], index, rows + 1, array.offset * index.itemsize)
     lo, hi = int(offsets[0]), int(offsets[-1])
     data = np.frombuffer(buffers[2], np.uint8, hi - lo, lo) if hi > lo else np.zeros(0, np.uint8)
     return Piece(np.diff(offsets).astype(np.int64, copy=False), data)
