@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import io
 import json
 from decimal import Decimal
@@ -40,7 +41,7 @@ from .avro_schema import AvroType, parse_avro
 from .schema_arrow import EnumMode, avro_arrow_type
 from .schema_errors import SchemaDecodeError
 
-__all__ = ["JsonPlan", "nullable_type"]
+__all__ = ["JsonPlan", "decode_json", "nullable_type"]
 
 
 class JsonPlan:
@@ -51,12 +52,20 @@ class JsonPlan:
     """
 
     def __init__(
-        self, schema: str | bytes | AvroType, *, topic: str = "", enums: EnumMode = "string"
+        self,
+        schema: str | bytes | AvroType | pa.DataType,
+        *,
+        topic: str = "",
+        enums: EnumMode = "string",
     ) -> None:
         self.topic = topic
-        node = parse_avro(schema, topic=topic) if isinstance(schema, str | bytes) else schema
-        #: The Arrow type of the values: the Avro mapping, every field nullable.
-        self.type: pa.DataType = nullable_type(avro_arrow_type(node, topic=topic, enums=enums))
+        if isinstance(schema, pa.DataType):
+            mapped = schema
+        else:
+            node = parse_avro(schema, topic=topic) if isinstance(schema, str | bytes) else schema
+            mapped = avro_arrow_type(node, topic=topic, enums=enums)
+        #: The Arrow type of the values: the mapped type, every field nullable.
+        self.type: pa.DataType = nullable_type(mapped)
         self.columnar = pa.types.is_struct(self.type) and _arrow_readable(self.type)
         if self.columnar:
             self.parse_schema = pa.schema(list(_storage(self.type)))
@@ -200,6 +209,30 @@ def _refused(value: Any, dtype: pa.DataType) -> Exception | None:
     except _REFUSED as exc:
         return exc
     return None
+
+
+def decode_json(
+    dtype: pa.DataType, values: pa.Array, *, topic: str = "", collect: bool = False
+) -> tuple[pa.Array, pa.Array | None]:
+    """JSON objects (one per value) as ``dtype`` (the schema mapping's type of a JSON
+    schema), and with ``collect`` the error text of each row (else None); the plan of a
+    type is made once.
+
+    Raises:
+        SchemaDecodeError: a value that does not decode (without ``collect``).
+    """
+    plan = _plan_of(dtype, topic)
+    if collect:
+        column, errors = plan.decode_collect(values)
+    else:
+        column, errors = plan.decode(values), None
+    # The same layout: only the fields' nullability differs.
+    return (column if column.type == dtype else column.view(dtype)), errors
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_of(dtype: pa.DataType, topic: str) -> JsonPlan:
+    return JsonPlan(dtype, topic=topic)
 
 
 def nullable_type(dtype: pa.DataType) -> pa.DataType:

@@ -26,8 +26,10 @@ from pulsar.schema import Array, Double, Integer, JsonSchema, Record, String
 from test_avro_decode import _value, ours, record_schemas
 
 from pulsar_spark.columnar.avro_decode import AvroPlan
-from pulsar_spark.columnar.json_decode import JsonPlan
+from pulsar_spark.columnar.json_decode import JsonPlan, decode_json
+from pulsar_spark.columnar.schema_arrow import arrow_type
 from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+from pulsar_spark.protocol.schema_info import SchemaInfo
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -206,3 +208,15 @@ def test_maps_and_bytes_decode_through_python() -> None:
         {"m": [("a", 1), ("b", 2)], "b": b"hi"},
         None,
     ]
+
+
+def test_decode_json_gives_the_mapped_type_itself() -> None:
+    dtype = arrow_type(SchemaInfo.json(SCHEMA))
+    values = pa.array([b'{"id":1,"at":0,"price":1}', b"x", None])
+    column, errors = decode_json(dtype, values, collect=True)
+    assert column.type == dtype
+    assert column.to_pylist()[0] == {"id": 1, "at": EPOCH, "price": Decimal("1.00"), "note": None}
+    assert column.is_null().to_pylist() == [False, True, True]
+    assert errors is not None and errors[1].as_py().startswith("not JSON")
+    with pytest.raises(SchemaDecodeError, match="row 1"):
+        decode_json(dtype, values)
