@@ -226,8 +226,22 @@ def decode_json(
         column, errors = plan.decode_collect(values)
     else:
         column, errors = plan.decode(values), None
-    # The same layout: only the fields' nullability differs.
-    return (column if column.type == dtype else column.view(dtype)), errors
+    return (column if column.type == dtype else _retyped(column, dtype)), errors
+
+
+def _retyped(column: pa.Array, dtype: pa.DataType) -> pa.Array:
+    """``column`` as ``dtype``, which differs from its type in nullability flags only."""
+    mask = column.is_null() if column.null_count else None
+    if pa.types.is_struct(dtype):
+        children = [_retyped(column.field(i), f.type) for i, f in enumerate(dtype)]
+        return pa.StructArray.from_arrays(children, fields=list(dtype), mask=mask)
+    if pa.types.is_list(dtype):
+        values = _retyped(column.values, dtype.value_type)
+        return pa.ListArray.from_arrays(column.offsets, values, type=dtype, mask=mask)
+    if pa.types.is_map(dtype):
+        items = _retyped(column.items, dtype.item_type)
+        return pa.MapArray.from_arrays(column.offsets, column.keys, items, type=dtype, mask=mask)
+    return column
 
 
 @functools.lru_cache(maxsize=256)

@@ -105,8 +105,13 @@ def test_reads_what_the_avro_decoder_reads(schema: Any, data: st.DataObject, omi
     got = plan.decode(pa.array([*texts, None], pa.binary()))
     got.validate(full=True)
     assert got.type == plan.type
-    expected = AvroPlan(json.dumps(schema)).decode(pa.array([*datums, None], pa.binary()))
+    avro = AvroPlan(json.dumps(schema))
+    expected = avro.decode(pa.array([*datums, None], pa.binary()))
     assert ours(got) == ours(expected)
+    typed, _ = decode_json(avro.type, pa.array([*texts, None], pa.binary()))
+    typed.validate(full=True)
+    assert typed.type == avro.type
+    assert ours(typed) == ours(expected)
 
 
 class Point(Record):
