@@ -38,29 +38,35 @@ from .encode_pieces import Piece, binary_piece, to_arrow
 
 __all__ = ["check_primitive", "encode_primitive", "primitive_fits"]
 
-_NS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
-_DAY_NS = 86_400 * 1_000_000_000
-_MS_NS = 1_000_000
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_DAY = 86_400
 _F4_NAN = np.array([0x7FC00000], ">u4").view(">f4")[0]
 _F8_NAN = np.array([0x7FF8000000000000], ">u8").view(">f8")[0]
 
 
-def _nanos(array: pa.Array) -> Int64s:
-    """Nanoseconds of a timestamp, time or date column (since the epoch or midnight)."""
+def _ticks(array: pa.Array) -> tuple[Int64s, int]:
+    """The numbers behind a timestamp, time or date column, and how many make a second."""
     kind = array.type
     if pa.types.is_date32(kind):
         days = np.asarray(array.view(pa.int32()).to_numpy(zero_copy_only=False), np.int64)
-        return days * _DAY_NS
+        return days * _DAY, 1
     if pa.types.is_date64(kind):
-        return np.asarray(array.view(pa.int64()).to_numpy(zero_copy_only=False)) * _MS_NS
+        return np.asarray(array.view(pa.int64()).to_numpy(zero_copy_only=False)), 1_000
     raw = array.view(pa.int32() if kind.bit_width == 32 else pa.int64())
-    return np.asarray(raw.to_numpy(zero_copy_only=False), np.int64) * _NS[kind.unit]
+    return np.asarray(raw.to_numpy(zero_copy_only=False), np.int64), _PER_SECOND[kind.unit]
+
+
+def _split(array: pa.Array, seconds: int) -> tuple[Int64s, Int64s]:
+    """Whole spans of ``seconds`` (rounded down) and the nanoseconds after them."""
+    ticks, per = _ticks(array)
+    whole, rest = np.divmod(ticks, seconds * per)
+    return whole, rest * (1_000_000_000 // per)
 
 
 def _be(values: np.ndarray, dtype: str) -> Bytes:
     """Values as big-endian ``dtype``, one row of bytes per value."""
     out = np.ascontiguousarray(values.astype(dtype, copy=False))
-    matrix: Bytes = out.view(np.uint8).reshape(len(values), -1)
+    matrix: Bytes = out.view(np.uint8).reshape(len(values), out.dtype.itemsize)
     return matrix
 
 
@@ -86,24 +92,26 @@ def _bool(array: pa.Array) -> Bytes:
 
 
 def _millis(array: pa.Array) -> Bytes:
-    return _be(_nanos(array) // _MS_NS, ">i8")
+    ticks, per = _ticks(array)
+    millis = ticks * (1_000 // per) if per < 1_000 else ticks // (per // 1_000)
+    return _be(millis, ">i8")
 
 
 def _instant(array: pa.Array) -> Bytes:
-    seconds, nanos = np.divmod(_nanos(array), 1_000_000_000)
+    seconds, nanos = _split(array, 1)
     return np.hstack((_be(seconds, ">i8"), _be(nanos, ">i4")))
 
 
 def _local_date(array: pa.Array) -> Bytes:
-    return _be(_nanos(array) // _DAY_NS, ">i8")
+    return _be(_split(array, _DAY)[0], ">i8")
 
 
 def _local_time(array: pa.Array) -> Bytes:
-    return _be(_nanos(array), ">i8")
+    return _be(_split(array, _DAY)[1], ">i8")
 
 
 def _local_date_time(array: pa.Array) -> Bytes:
-    days, nanos = np.divmod(_nanos(array), _DAY_NS)
+    days, nanos = _split(array, _DAY)
     return np.hstack((_be(days, ">i8"), _be(nanos, ">i8")))
 
 
