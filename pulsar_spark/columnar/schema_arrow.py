@@ -164,7 +164,8 @@ class _Mapper:
         if inner is None:
             return pa.null()
         if inner.kind == "union":
-            names = ", ".join(_describe(b) for b in inner.branches)  # type: ignore[union-attr]
+            branches = inner.branches  # type: ignore[union-attr]
+            names = ", ".join(_describe(b) for b in branches if b.kind != "null")
             msg = f"a union of several non-null types ({names}) has no Arrow type"
             raise self.fail(path, msg)
         node = inner
@@ -271,7 +272,7 @@ def avro_schema_for(
         UnmappableSchema: a type Avro cannot hold (a map with non-string keys, unsigned
             64-bit integers, a union...), naming the field.
     """
-    node = _avro_of(dtype, name, namespace, name if namespace == "" else "", topic)
+    node = _avro_of(dtype, name, namespace, "", topic)
     return ["null", node] if nullable else node
 
 
