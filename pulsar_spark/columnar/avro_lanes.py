@@ -131,9 +131,16 @@ class Lanes:
         if not len(self.pos):
             return np.zeros(0, np.int64)
         raw, length, ok = varints(self.data, self.pos)
-        bad = (self.pos + length > self.end) | ~ok
-        value: Int64s = (raw >> _ONE).view(np.int64) ^ -(raw & _ONE).view(np.int64)
         self.pos += length
+        bad = self.pos > self.end
+        if not ok.all():
+            bad |= ~ok
+        # Zigzag, in place: (raw >> 1) ^ -(raw & 1).
+        sign = (raw & _ONE).view(np.int64)
+        np.negative(sign, out=sign)
+        raw >>= _ONE
+        value: Int64s = raw.view(np.int64)
+        value ^= sign
         if bad.any():
             # Ten bytes with continuation bits inside the value: too long; else past its end.
             too_long = ~ok & (self.end - (self.pos - length) >= 10)
