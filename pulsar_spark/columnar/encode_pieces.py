@@ -17,10 +17,10 @@ Arrow binary array and lets Arrow's ``take`` copy them in row order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from .arrays import Bytes, Int64s, Ints, Mask, UInt64s
 
@@ -44,21 +44,74 @@ _MAX_BINARY = 2**31 - 1
 _B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)
 _SEVEN = np.uint64(7)
 _LOW7 = np.uint64(0x7F)
+#: Widest matrix (bytes a row) that join puts side by side with NumPy.
+_NARROW = 16
+#: 2 ** 7, 2 ** 14, ...: a value below the k-th takes k + 1 varint bytes.
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
+#: The continuation bits of a varint of k bytes (k <= 8), as a little-endian word.
+_CONTINUED = np.array(
+    [(1 << (8 * max(k - 1, 0))) - 1 & 0x8080808080808080 for k in range(9)], np.uint64
+)
+#: (keep, move, shift): three steps that spread 56 bits into eight 7-bit groups.
+_SPREAD = [
+    (np.uint64(keep), np.uint64(move), np.uint64(shift))
+    for keep, move, shift in (
+        (0x000000000FFFFFFF, 0x00FFFFFFF0000000, 4),
+        (0x00003FFF00003FFF, 0x0FFFC0000FFFC000, 2),
+        (0x007F007F007F007F, 0x3F803F803F803F80, 1),
+    )
+]
 
 
-@dataclass(frozen=True)
 class Piece:
     """Bytes for each of ``len(lens)`` rows: row ``r`` has ``lens[r]`` bytes, and ``data``
     holds the rows' bytes in row order. ``width`` is set when every row has that many
-    bytes (``data`` then reshapes to ``(rows, width)``)."""
+    bytes. A narrow piece (a varint, a fixed-width value...) may be given as ``matrix``
+    instead, ``(rows, W)`` bytes whose row ``r`` starts with its ``lens[r]`` bytes:
+    :func:`join` puts such pieces side by side with NumPy, and ``data`` is made from it
+    only when asked for."""
 
-    lens: Int64s
-    data: Bytes
-    width: int | None = None
+    __slots__ = ("_data", "lens", "matrix", "width")
+
+    def __init__(
+        self,
+        lens: Int64s,
+        data: Bytes | None = None,
+        width: int | None = None,
+        matrix: Bytes | None = None,
+    ) -> None:
+        self.lens = lens
+        self.width = width
+        self.matrix = matrix
+        self._data = data
+        if data is None and matrix is None:
+            msg = "a piece needs its data or its matrix"
+            raise ValueError(msg)
 
     @property
     def rows(self) -> int:
         return len(self.lens)
+
+    @property
+    def data(self) -> Bytes:
+        if self._data is None:
+            matrix = self.matrix
+            assert matrix is not None
+            if self.width == matrix.shape[1]:
+                self._data = np.ascontiguousarray(matrix).reshape(-1)
+            else:
+                self._data = matrix[np.arange(matrix.shape[1]) < self.lens[:, None]]
+        return self._data
+
+    @property
+    def narrow(self) -> bool:
+        """Whether the piece is a matrix of at most 16 bytes a row."""
+        return self.matrix is not None and self.matrix.shape[1] <= _NARROW
+
+    def keep(self) -> NDArray[np.bool_]:
+        """Which bytes of ``matrix`` belong to their row."""
+        assert self.matrix is not None
+        return np.arange(self.matrix.shape[1]) < self.lens[:, None]
 
     def offsets(self) -> Int64s:
         """Where each row's bytes start in ``data``, and the end (``rows + 1`` values)."""
@@ -70,8 +123,7 @@ class Piece:
 def fixed(matrix: Bytes) -> Piece:
     """A piece of ``matrix.shape[1]`` bytes per row, from a ``(rows, width)`` uint8 matrix."""
     rows, width = matrix.shape
-    data = np.ascontiguousarray(matrix).reshape(-1)
-    return Piece(np.full(rows, width, np.int64), data, width)
+    return Piece(np.full(rows, width, np.int64), None, width, matrix)
 
 
 def constant(rows: int, value: bytes) -> Piece:
@@ -128,15 +180,26 @@ def zigzag(values: Int64s) -> UInt64s:
 
 
 def varint_piece(values: UInt64s) -> Piece:
-    """Unsigned varints (7 bits a byte, low groups first, high bit = more follow)."""
+    """Unsigned varints (7 bits a byte, low groups first, high bit = more follow), as a
+    matrix of up to 10 bytes a row."""
     rows = len(values)
     values = np.asarray(values, np.uint64)
-    lens = np.ones(rows, np.int64)
-    rest = values >> _SEVEN
-    while rest.any():
-        lens += rest != 0
-        rest >>= _SEVEN
-    width = int(lens.max()) if rows else 1
+    top = int(values.max()) if rows else 0
+    if top < 0x80:
+        return fixed(values.astype(np.uint8).reshape(rows, 1))
+    lens = np.searchsorted(_VARINT_LIMITS, values, side="right") + 1
+    width = int(np.searchsorted(_VARINT_LIMITS, np.uint64(top), side="right")) + 1
+    same = width if bool((lens == width).all()) else None
+    if width <= 8:  # spread the 7-bit groups of a 64-bit word into its bytes
+        word = values.copy()
+        for keep, move, shift in _SPREAD:
+            moved = word & move
+            moved <<= shift
+            word &= keep
+            word |= moved
+        word |= _CONTINUED[lens]
+        matrix = word.astype("<u8", copy=False).view(np.uint8).reshape(rows, 8)[:, :width]
+        return Piece(lens, None, same, matrix)
     matrix = np.empty((rows, width), np.uint8)
     shifted = values.copy()
     for j in range(width):
@@ -145,10 +208,7 @@ def varint_piece(values: UInt64s) -> Piece:
             byte |= (lens > j + 1).astype(np.uint8) << 7
         matrix[:, j] = byte
         shifted >>= _SEVEN
-    if rows == 0 or (lens == width).all():
-        return fixed(matrix)
-    keep = np.arange(width) < lens[:, None]
-    return Piece(lens, matrix[keep])
+    return Piece(lens, None, same, matrix)
 
 
 def long_piece(values: Int64s) -> Piece:
@@ -161,6 +221,11 @@ def expand(piece: Piece, valid: Mask) -> Piece:
     others)."""
     lens = np.zeros(len(valid), np.int64)
     lens[valid] = piece.lens
+    if piece.narrow:
+        assert piece.matrix is not None
+        matrix = np.zeros((len(valid), piece.matrix.shape[1]), np.uint8)
+        matrix[valid] = piece.matrix
+        return Piece(lens, None, None, matrix)
     return Piece(lens, piece.data)
 
 
@@ -176,21 +241,24 @@ def group(piece: Piece, offsets: Int64s) -> Piece:
 def join(pieces: Sequence[Piece], rows: int) -> Piece:
     """One piece whose rows hold the pieces' rows one after another.
 
-    Neighbouring fixed-width pieces are joined with NumPy into one matrix; the
-    rest go into one Arrow binary array (piece after piece) whose elements
-    Arrow's ``take`` copies in row order.
+    Neighbouring narrow pieces (matrices) are put side by side with NumPy and
+    their bytes taken out in one mask; the rest go into one Arrow binary array
+    (piece after piece) whose elements Arrow's ``take`` copies in row order.
     """
     merged: list[Piece] = []
-    for piece in pieces:
-        if piece.width == 0 or (piece.width is None and len(piece.data) == 0):
+    run: list[Piece] = []
+    for piece in [*pieces, None]:
+        if piece is not None and (
+            piece.width == 0 or (piece.width is None and not piece.narrow and len(piece.data) == 0)
+        ):
             continue
-        last = merged[-1] if merged else None
-        if last is not None and last.width is not None and piece.width is not None:
-            both = np.hstack(
-                (last.data.reshape(rows, last.width), piece.data.reshape(rows, piece.width))
-            )
-            merged[-1] = fixed(both)
-        else:
+        if piece is not None and piece.narrow:
+            run.append(piece)
+            continue
+        if run:
+            merged.append(_side_by_side(run, rows))
+            run = []
+        if piece is not None:
             merged.append(piece)
     if not merged:
         return Piece(np.zeros(rows, np.int64), np.zeros(0, np.uint8), 0)
@@ -205,7 +273,7 @@ def join(pieces: Sequence[Piece], rows: int) -> Piece:
     )
     order = (np.arange(rows, dtype=np.int64)[:, None] + rows * np.arange(count)).reshape(-1)
     taken = elements.take(pa.array(order))
-    out = np.frombuffer(taken.buffers()[1], np.int64, rows * count + 1, taken.offset)
+    out = np.frombuffer(taken.buffers()[1], np.int64, rows * count + 1, taken.offset * 8)
     lens = out[count::count] - out[0:-1:count]
     total = int(out[-1] - out[0])
     body = (
@@ -214,6 +282,19 @@ def join(pieces: Sequence[Piece], rows: int) -> Piece:
         else np.zeros(0, np.uint8)
     )
     return Piece(lens, body)
+
+
+def _side_by_side(run: list[Piece], rows: int) -> Piece:
+    """Narrow pieces joined: their matrices side by side, each row's bytes kept."""
+    if len(run) == 1:
+        return run[0]
+    matrices = [p.matrix for p in run]
+    both = np.hstack(matrices)  # type: ignore[arg-type]
+    if all(p.width is not None for p in run):
+        return fixed(both)
+    keep = np.hstack([p.keep() for p in run])
+    lens = np.sum([p.lens for p in run], axis=0)
+    return Piece(lens, both[keep])
 
 
 def to_arrow(piece: Piece, valid: Mask | None = None) -> pa.Array:
