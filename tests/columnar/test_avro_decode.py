@@ -328,3 +328,41 @@ def test_an_error_names_row_field_and_topic() -> None:
     assert str(err).startswith("topic persistent://public/default/t, field inner.s: row 2: ")
     named = err.at(message_id="1:2:-1:-1", schema_version=3)
     assert "message 1:2:-1:-1 (schema version 3)" in str(named)
+
+
+def test_enums_as_dictionaries_of_the_reader_symbols() -> None:
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}}
+        ],
+    }
+    plan = AvroPlan(json.dumps(schema), enums="dictionary")
+    column = plan.decode(pa.array([b"\x04", b"\x00", None]))
+    enum = column.field("e")
+    assert enum.type == pa.dictionary(pa.int32(), pa.string())
+    assert enum.dictionary.to_pylist() == ["A", "B", "C"]
+    assert column.to_pylist() == [{"e": "C"}, {"e": "A"}, None]
+
+
+def test_the_python_clients_avro_schema() -> None:
+    from pulsar.schema import AvroSchema, Boolean, Double, Long, Record, String
+
+    class Order(Record):
+        id = Long()
+        item = String()
+        price = Double()
+        paid = Boolean()
+
+    schema = AvroSchema(Order)
+    orders = [
+        Order(id=1, item="book", price=9.5, paid=True),
+        Order(id=None, item=None, price=None, paid=None),
+    ]
+    plan = AvroPlan(schema.schema_info().schema())  # pretty-printed, fields ["null", T]
+    got = plan.decode(pa.array([schema.encode(o) for o in orders])).to_pylist()
+    assert got == [
+        {"id": 1, "item": "book", "price": 9.5, "paid": True},
+        {"id": None, "item": None, "price": None, "paid": False},  # Boolean() is not nullable
+    ]
