@@ -157,7 +157,8 @@ class JsonPlan:
             unexpected_field_behavior="ignore",
             newlines_in_values=True,
         )
-        read = pj.ReadOptions(block_size=max(1 << 20, min(len(buffer) + 1, 2**31 - 1)))
+        size = max(1 << 20, min(len(buffer) + 1, 2**31 - 1))  # one block: one thread
+        read = pj.ReadOptions(use_threads=False, block_size=size)
         try:
             table = pj.read_json(io.BytesIO(buffer), read_options=read, parse_options=options)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
