@@ -32,8 +32,10 @@ from pyspark.sql.types import StructType  # noqa: E402
 from ..columnar import ROW_SCHEMA  # noqa: E402
 from .errors import PulsarOptionError, PulsarSchemaError, PulsarWriteError  # noqa: E402
 from .options import PulsarOptions, Scope, parse_options  # noqa: E402
+from .read_schema import ReadSchema  # noqa: E402
 from .reader import PulsarBatchReader  # noqa: E402
-from .writer import PulsarArrowWriter, check_columns  # noqa: E402
+from .spark_types import spark_schema  # noqa: E402
+from .writer import PulsarArrowWriter, check_columns, plan_topic_writes  # noqa: E402
 
 if TYPE_CHECKING:  # loaded on first use: they need pyspark features a read does not
     from .stream_reader import PulsarStreamReader
@@ -58,34 +60,51 @@ class PulsarDataSource(DataSource):
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         self.parsed: PulsarOptions = parse_options(options)
+        #: The read's schema, planned by schema() (it goes to the reader with the source).
+        self.read_schema: ReadSchema | None = None
 
     @classmethod
     def name(cls) -> str:
         return "pulsar"
 
     def schema(self) -> StructType:
-        return SPARK_SCHEMA
+        """The row schema; with typed values (the topic's schema or the user's), planned
+        now, once (see :mod:`.read_schema`)."""
+        if self._selects_nothing():
+            return SPARK_SCHEMA  # a write, or a read that _check_read refuses
+        return spark_schema(self._planned().arrow)
 
-    def _check_read(self, schema: StructType, scope: Scope) -> None:
-        if schema != SPARK_SCHEMA:
-            msg = (
-                "the pulsar source has a fixed schema ("
-                + ", ".join(SPARK_SCHEMA.names)
-                + "); do not pass .schema(...), select or cast columns after load()"
-            )
-            raise PulsarSchemaError(msg)
+    def _selects_nothing(self) -> bool:
+        parsed = self.parsed
+        return (parsed.topic, parsed.topics, parsed.topics_pattern) == (None, None, None)
+
+    def _planned(self) -> ReadSchema:
+        if self.read_schema is None:
+            from .read_schema import plan_for
+
+            self.read_schema = plan_for(self.parsed)
+        return self.read_schema
+
+    def _check_read(self, schema: StructType, scope: Scope) -> ReadSchema:
         self.parsed.check_scope(scope)
-        if (self.parsed.topic, self.parsed.topics, self.parsed.topics_pattern) == (
-            None,
-            None,
-            None,
-        ):
+        if self._selects_nothing():
             msg = "reads need one of topic, topics or topicsPattern"
             raise PulsarOptionError(option="topic", message=msg)
+        read = self._planned()
+        expected = spark_schema(read.arrow)
+        if schema != expected:
+            msg = (
+                "the pulsar source's schema is the row schema ("
+                + ", ".join(expected.names)
+                + "), `value` typed by the topic's schema or by avroSchema/jsonSchema; do "
+                "not pass .schema(...), select or cast columns after load()"
+            )
+            raise PulsarSchemaError(msg)
+        return read
 
     def reader(self, schema: StructType) -> PulsarBatchReader:
-        self._check_read(schema, Scope.BATCH_READ)
-        return PulsarBatchReader(self.parsed)
+        read = self._check_read(schema, Scope.BATCH_READ)
+        return PulsarBatchReader(self.parsed, read, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> PulsarArrowWriter:
         if overwrite:
@@ -96,14 +115,15 @@ class PulsarDataSource(DataSource):
             raise PulsarWriteError(msg)
         self.parsed.check_scope(Scope.BATCH_WRITE)
         check_columns(schema, self.parsed)
-        return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()))
+        plans = plan_topic_writes(self.parsed, schema)
+        return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()), plans)
 
     def streamReader(self, schema: StructType) -> PulsarStreamReader:
         from .stream_reader import PulsarStreamReader
 
-        self._check_read(schema, Scope.STREAM_READ)
+        read = self._check_read(schema, Scope.STREAM_READ)
         # Streams start at the end by default, as Kafka's source does.
-        return PulsarStreamReader(self.parsed.for_stream_read())
+        return PulsarStreamReader(self.parsed.for_stream_read(), read, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> PulsarStreamWriter:
         from .stream_writer import PulsarStreamWriter
@@ -113,4 +133,5 @@ class PulsarDataSource(DataSource):
             raise PulsarWriteError(msg)
         self.parsed.check_scope(Scope.STREAM_WRITE)
         check_columns(schema, self.parsed)
-        return PulsarStreamWriter(self.parsed, tuple(schema.fieldNames()))
+        plans = plan_topic_writes(self.parsed, schema)
+        return PulsarStreamWriter(self.parsed, tuple(schema.fieldNames()), plans)

@@ -5,6 +5,10 @@
     PulsarError                     retriable?
     +-- PulsarOptionError           no   a bad, missing, unknown or conflicting option
     +-- PulsarSchemaError           no   a read given a schema of its own
+    +-- TopicSchemaError            no   topics' schemas a typed read cannot use (different
+                                         across topics, unmappable, not the user's kind)
+    +-- SchemaChangedError          no   a message whose schema version does not resolve
+                                         into the query's schema (a stream: restart it)
     +-- PulsarWriteError            no   a DataFrame the sink cannot write as it is
     +-- CheckpointOffsetError       no   a stream offset in the checkpoint that does not parse
     +-- DataLossError               no   a read that cannot start where it was asked to
@@ -29,7 +33,9 @@ __all__ = [
     "PulsarSchemaError",
     "PulsarWriteError",
     "SparkVersionError",
+    "SchemaChangedError",
     "StreamWriteError",
+    "TopicSchemaError",
 ]
 
 
@@ -48,6 +54,16 @@ class PulsarOptionError(PulsarError, ValueError):
 
 class PulsarSchemaError(PulsarError, ValueError):
     """``spark.read.schema(...)`` on the pulsar source, whose schema is fixed."""
+
+
+class TopicSchemaError(PulsarError, ValueError):
+    """The topics' schemas do not allow a typed read (different schemas across topics, a
+    type with no Spark type, a user schema of another kind than a topic's)."""
+
+
+class SchemaChangedError(PulsarError, RuntimeError):
+    """Messages written with a schema version that cannot be read as the query's schema
+    (the topic's schema changed incompatibly since planning); the text says what changed."""
 
 
 class PulsarWriteError(PulsarError, ValueError):

@@ -23,6 +23,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import option_schema as sch
 from . import option_values as v
 from .option_auth import auth_plugin
 
@@ -122,6 +123,32 @@ OPTIONS: tuple[Option, ...] = (
     Option("subscriptionName", (), STREAM_READ, v.subscription, "subscription_name", None,
            "a durable subscription moved to each committed micro-batch's end (the broker's "
            "backlog shows the query's progress); none by default"),
+    Option("schemaMode", (), ALL, sch.schema_mode, "schema_mode", "auto",
+           "`auto`: reads decode `value` (and a KEY_VALUE topic's `key`) with the topic's "
+           "schema at planning time or the one given (`avroSchema`, `jsonSchema`), writes "
+           "register a schema derived from the DataFrame; `raw`: binary `value` and no schema "
+           "anywhere"),
+    Option("avroSchema", ("valueAvroSchema",), ALL, sch.avro_schema, "avro_schema", None,
+           "an Avro schema (JSON) for values: reads decode Avro binary values into it (each "
+           "message's own schema version, if any, resolves into it), on any broker; writes "
+           "encode and register it"),
+    Option("jsonSchema", ("valueJsonSchema",), READ, sch.json_schema, "json_schema", None,
+           "JSON values' type: a Spark DDL string (`id BIGINT, name STRING`) or an Avro "
+           "schema (JSON), for topics with no schema in the broker"),
+    Option("decodeErrorMode", (), READ, sch.decode_error_mode, "decode_error_mode", "fail",
+           "`fail`: a value that does not decode fails the task, naming the message id, "
+           "schema version and field; `deadLetter`: its `value` is null and a `decodeError` "
+           "column holds the error (null for the rows that decoded)"),
+    Option("valueSchemaType", (), WRITE, sch.value_schema_type, "value_schema_type", "avro",
+           "the schema a struct `value` is written with: `avro` or `json`"),
+    Option("recordName", (), WRITE, v.non_empty, "record_name", "topLevelRecord",
+           "the name of the record a struct `value` is written as (Avro readers match "
+           "records by name: use the name of the consumer's class, e.g. `Order`)"),
+    Option("recordNamespace", (), WRITE, v.non_empty, "record_namespace", None,
+           "the namespace of that record (e.g. `com.example`)"),
+    Option("keyValueEncoding", (), WRITE, sch.key_value_encoding, "key_value_encoding", None,
+           "write a typed `key` and `value` under a KEY_VALUE schema: `inline` (both in the "
+           "payload) or `separated` (the key in the message key)"),
     Option("receiverQueueSize",
            ("pulsar.reader.receiverQueueSize", "pulsar.consumer.receiverQueueSize"),
            READ, v.positive, "receiver_queue_size", "1000",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..protocol.position import Position
+from ..protocol.schema_info import KeyValueEncoding, SchemaInfo
 from .errors import PulsarOptionError
 from .option_auth import AuthSpec, auth_spec
 from .option_table import OPTIONS, Option, Scope, by_spelling, markdown_table, spellings
@@ -43,7 +44,21 @@ _SPARK_OWN = frozenset({"checkpointlocation"})
 _PLUGIN, _PARAMS = "pulsar.client.authPluginClassName", "pulsar.client.authParams"
 #: Options of which at most one may be given, and how the error says so.
 _SELECTORS = ("topic", "topics", "topicsPattern")
-_EXCLUSIVE = (("startingOffsets", "startingTime"), ("endingOffsets", "endingTime"))
+_EXCLUSIVE = (
+    ("startingOffsets", "startingTime"),
+    ("endingOffsets", "endingTime"),
+    ("avroSchema", "jsonSchema"),
+)
+#: Options that raw mode (``schemaMode=raw``) has no use for.
+_TYPED_ONLY = (
+    "avroSchema",
+    "jsonSchema",
+    "decodeErrorMode",
+    "valueSchemaType",
+    "keyValueEncoding",
+    "recordName",
+    "recordNamespace",
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,14 @@ class PulsarOptions:
     ending_time: Position | None
     fail_on_data_loss: bool
     min_partitions: int | None
+    schema_mode: str
+    avro_schema: SchemaInfo | None
+    json_schema: SchemaInfo | None
+    decode_error_mode: str
+    value_schema_type: str
+    record_name: str
+    record_namespace: str | None
+    key_value_encoding: KeyValueEncoding | None
     max_records_per_trigger: int | None
     subscription_name: str | None
     receiver_queue_size: int
@@ -147,6 +170,11 @@ def _check_exclusive(given: Mapping[str, str]) -> None:
     for offsets, time in _EXCLUSIVE:
         if offsets in given and time in given:
             raise PulsarOptionError(time, f"cannot be combined with {offsets}")
+    if given.get("schemaMode", "").strip().lower() == "raw":
+        for name in _TYPED_ONLY:
+            if name in given:
+                msg = "decodes or encodes values: it has no use with schemaMode=raw"
+                raise PulsarOptionError(name, msg)
 
 
 def _value(option: Option, text: str | None) -> object:

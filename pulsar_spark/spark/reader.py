@@ -5,24 +5,31 @@ on the driver: it lists the topics and partitions (and, for
 ``minPartitions``, probes and splits them). :meth:`PulsarBatchReader.read`
 runs in each task: it opens its own client, reads its range through a
 non-durable subscription (nothing stays behind on the broker) and yields
-Arrow record batches with the row schema.
+Arrow record batches with the row schema, values decoded as the read's
+:class:`~.read_schema.ReadSchema` says (:func:`typed_batches`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
+from ..client import PulsarClient
 from ..protocol.position import Position
 from .connect import open_client
 from .options import PulsarOptions
 from .ranges import PartitionRange, plan_ranges, read_range
+from .read_schema import ReadSchema, check_unplanned
+from .spark_types import arrow_for, to_spark_arrow
 from .splits import split_ranges
+from .value_decode import ValueDecoder
 
-__all__ = ["PulsarBatchReader", "PulsarInputPartition"]
+__all__ = ["PulsarBatchReader", "PulsarInputPartition", "typed_batches"]
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS = 50_000
@@ -44,12 +51,16 @@ class PulsarInputPartition(InputPartition):
 class PulsarBatchReader(DataSourceReader):
     """``spark.read.format("pulsar")``: reads a bounded range of each partition."""
 
-    def __init__(self, options: PulsarOptions) -> None:
+    def __init__(self, options: PulsarOptions, read: ReadSchema, schema: StructType) -> None:
         self.options = options
+        self.read_schema = read
+        #: The Arrow schema Spark expects of the batches.
+        self.target = arrow_for(schema)
 
     def partitions(self) -> list[InputPartition]:
         options = self.options
         with open_client(options) as client:
+            check_unplanned(client, options, self.read_schema)
             ranges = plan_ranges(client, options)
             if options.min_partitions is not None:
                 ranges = split_ranges(client, ranges, options.min_partitions)
@@ -63,4 +74,26 @@ class PulsarBatchReader(DataSourceReader):
     def _read(self, partition: PulsarInputPartition) -> Iterator[pa.RecordBatch]:
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
-            yield from read_range(client, partition.range, options, batch_rows=BATCH_ROWS)
+            batches = read_range(client, partition.range, options, batch_rows=BATCH_ROWS)
+            yield from typed_batches(
+                client, partition.topic, batches, self.read_schema, self.target, stream=False
+            )
+
+
+def typed_batches(
+    client: PulsarClient,
+    topic: str,
+    batches: Iterable[pa.RecordBatch],
+    read: ReadSchema,
+    target: pa.Schema,
+    *,
+    stream: bool,
+) -> Iterator[pa.RecordBatch]:
+    """``batches`` of ``topic`` with values decoded as ``read`` says, cast to ``target``
+    (the Arrow schema Spark expects). Each schema version is fetched once."""
+    if read.reader is None and not read.dead_letter:
+        yield from batches  # raw: the row schema as it is
+        return
+    decode = ValueDecoder(read, topic, partial(client.get_schema, topic), stream=stream)
+    for batch in batches:
+        yield to_spark_arrow(decode(batch), target)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
 
 from ..client import PulsarClient
 from ..protocol.message_id import MessageId
@@ -38,6 +39,9 @@ from .connect import open_client
 from .errors import CheckpointOffsetError, DataLossError
 from .options import PulsarOptions
 from .ranges import plan_ranges, read_positions, resolve_topics
+from .read_schema import ReadSchema, check_unplanned
+from .reader import typed_batches
+from .spark_types import arrow_for
 from .stream_offsets import (
     EARLIEST,
     Offsets,
@@ -83,8 +87,12 @@ class PulsarStreamPartition(InputPartition):
 class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("pulsar")``, see the module docstring."""
 
-    def __init__(self, options: PulsarOptions) -> None:
+    def __init__(self, options: PulsarOptions, read: ReadSchema, schema: StructType) -> None:
         self.options = options
+        self.read_schema = read
+        #: The Arrow schema Spark expects of the batches.
+        self.target = arrow_for(schema)
+        self._checked = read.unplanned is None
         self._client: PulsarClient | None = None
         #: Latest positions found by the last latestOffset(), for progress reports.
         self._latest: Offsets | None = None
@@ -249,6 +257,9 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- planning and reading --------------------------------------------------------------
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[InputPartition]:
+        if not self._checked:  # planning could not reach the broker: plan again
+            check_unplanned(self.client, self.options, self.read_schema)
+            self._checked = True
         first, last = parse_offsets(start), parse_offsets(end)
         return [
             PulsarStreamPartition(topic, first.get(topic, EARLIEST), last[topic])
@@ -265,7 +276,10 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
             _check_start(client, partition, options)
-            yield from read_positions(client, topic, start, end, options, batch_rows=BATCH_ROWS)
+            batches = read_positions(client, topic, start, end, options, batch_rows=BATCH_ROWS)
+            yield from typed_batches(
+                client, topic, batches, self.read_schema, self.target, stream=True
+            )
 
     def commit(self, end: dict[str, str]) -> None:
         """Move the durable ``subscriptionName`` (when given) to ``end``."""

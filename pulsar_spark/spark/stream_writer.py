@@ -31,6 +31,7 @@ import pyarrow as pa
 from .compat import require_spark
 from .errors import StreamWriteError
 from .options import PulsarOptions
+from .write_schema import WritePlan
 from .writer import PulsarArrowWriter, PulsarCommitMessage
 
 require_spark("streaming writes to Pulsar (DataSourceStreamArrowWriter)", (4, 1))
@@ -61,8 +62,13 @@ def sequence_base(batch_id: int) -> int:
 class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
     """Writes each micro-batch's tasks with deterministic names and sequence ids."""
 
-    def __init__(self, options: PulsarOptions, columns: tuple[str, ...]) -> None:
-        super().__init__(options, columns)
+    def __init__(
+        self,
+        options: PulsarOptions,
+        columns: tuple[str, ...],
+        plans: dict[str, WritePlan] | None = None,
+    ) -> None:
+        super().__init__(options, columns, plans)
         self._base = self._next_row = 0
 
     def _task(self) -> tuple[str, int, int]:

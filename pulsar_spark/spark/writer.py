@@ -6,6 +6,12 @@ once the broker has acknowledged every message; a failed send fails the task
 with the broker's error. Delivery is at-least-once: a task that fails after
 some receipts, or is retried, or a job that is run again, writes those rows
 again (the topic cannot take them back).
+
+Typed values (``schemaMode=auto``, the default): a ``value`` that is not
+binary is encoded with the schema :mod:`.write_schema` plans for its topic
+(the topic's own when the DataFrame fits it, else one derived from the
+DataFrame), which the producer registers; the topic option's plan is made on
+the driver, so a DataFrame that does not fit fails before any task runs.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from pyspark.sql.types import (
 from ..client import PulsarClient
 from .connect import open_client
 from .errors import PulsarOptionError, PulsarWriteError
+from .option_schema import RAW
 from .options import PulsarOptions
+from .write_schema import RowEncoder, WritePlan, plan_write
 
 __all__ = [
     "ACCEPTED_COLUMNS",
@@ -38,6 +46,7 @@ __all__ = [
     "PulsarCommitMessage",
     "PulsarWriteError",
     "check_columns",
+    "plan_topic_writes",
 ]
 
 log = logging.getLogger(__name__)
@@ -52,24 +61,40 @@ ACCEPTED_COLUMNS = {
 }
 
 
-def _accepted() -> str:
-    return ", ".join(f"{name} ({desc})" for name, (_, desc) in ACCEPTED_COLUMNS.items())
+def _accepted(typed: frozenset[str] = frozenset()) -> str:
+    return ", ".join(
+        f"{name} ({_TYPED[name] if name in typed else desc})"
+        for name, (_, desc) in ACCEPTED_COLUMNS.items()
+    )
+
+
+#: The columns whose type is free in typed writes (any type a schema can hold).
+_TYPED = {
+    "value": "required; binary as is, any other type under a schema",
+    "key": "any type, under the KEY_VALUE schema",
+}
 
 
 def check_columns(schema: StructType, options: PulsarOptions) -> None:
     """Raise :class:`PulsarWriteError` for a DataFrame the sink cannot write."""
+    typed: frozenset[str] = frozenset()
+    if options.schema_mode != RAW:
+        kv = options.key_value_encoding is not None
+        typed = frozenset({"value", "key"} if kv else {"value"})
     names = schema.fieldNames()
     unknown = [n for n in names if n not in ACCEPTED_COLUMNS]
     if unknown:
         msg = (
             f"the pulsar sink cannot write column(s) {unknown}; it accepts "
-            f"{_accepted()}. Select or rename the columns first."
+            f"{_accepted(typed)}. Select or rename the columns first."
         )
         raise PulsarWriteError(msg)
     if "value" not in names:
-        msg = f"the pulsar sink needs a 'value' column; it accepts {_accepted()}"
+        msg = f"the pulsar sink needs a 'value' column; it accepts {_accepted(typed)}"
         raise PulsarWriteError(msg)
     for field in schema.fields:
+        if field.name in typed:
+            continue
         types, desc = ACCEPTED_COLUMNS[field.name]
         ok = isinstance(field.dataType, types)
         if ok and isinstance(field.dataType, MapType):
@@ -85,6 +110,30 @@ def check_columns(schema: StructType, options: PulsarOptions) -> None:
     if options.topic is None and "topic" not in names:
         msg = "writes need the topic option or a 'topic' column"
         raise PulsarOptionError(option="topic", message=msg)
+
+
+def plan_topic_writes(options: PulsarOptions, schema: StructType) -> dict[str, WritePlan]:
+    """On the driver: the :class:`WritePlan` of the topic option's topic (none for raw
+    writes, or when the broker cannot be reached now: the tasks plan then).
+
+    Raises:
+        PulsarWriteError: the DataFrame does not fit the topic's schema, naming the fields.
+    """
+    if options.schema_mode == RAW or options.topic is None:
+        return {}
+    from .spark_types import arrow_for
+
+    arrow = arrow_for(schema)
+    key = arrow.field("key").type if "key" in arrow.names else None
+    try:
+        with open_client(options) as client:
+            latest = client.latest_schema(options.topic)
+    except Exception:
+        log.debug("pulsar sink: the topic's schema could not be read now", exc_info=True)
+        return {}
+    return {
+        options.topic: plan_write(options.topic, arrow.field("value").type, key, options, latest)
+    }
 
 
 @dataclass
@@ -104,9 +153,16 @@ def _event_time_ms(column: pa.ChunkedArray | pa.Array) -> pa.Array:
 class PulsarArrowWriter(DataSourceArrowWriter):
     """Writes each task's Arrow batches; see the module docstring."""
 
-    def __init__(self, options: PulsarOptions, columns: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        options: PulsarOptions,
+        columns: tuple[str, ...],
+        plans: dict[str, WritePlan] | None = None,
+    ) -> None:
         self.options = options
         self.columns = columns
+        #: Write plans made on the driver, by topic (others are made in the task).
+        self.plans = dict(plans or {})
 
     def _producer_name(self) -> str | None:
         prefix = self.options.producer_name_prefix
@@ -119,7 +175,21 @@ class PulsarArrowWriter(DataSourceArrowWriter):
             return f"{prefix}-{uuid.uuid4().hex[:8]}"
         return f"{prefix}-{context.stageId()}-{context.partitionId()}-{context.attemptNumber()}"
 
-    def _open(self, client: PulsarClient, topic: str, name: str | None) -> object:
+    def _plan(self, client: PulsarClient, topic: str, table: pa.Table) -> WritePlan:
+        plan = self.plans.get(topic)
+        if plan is None:
+            if self.options.schema_mode == RAW:
+                plan = WritePlan(topic, None)
+            else:
+                key = table.column("key").type if "key" in table.column_names else None
+                latest = client.latest_schema(topic)
+                plan = plan_write(topic, table.column("value").type, key, self.options, latest)
+            self.plans[topic] = plan
+        return plan
+
+    def _open(
+        self, client: PulsarClient, topic: str, name: str | None, plan: WritePlan | None = None
+    ) -> object:
         o = self.options
         options: dict[str, object] = {
             "batch_max_messages": o.batch_max_messages,
@@ -130,6 +200,8 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         }
         if name is not None:
             options["producer_name"] = name
+        if plan is not None and plan.schema is not None:
+            options["schema"] = plan.schema
         return client.create_producer(
             topic, compression=o.compression, batching=o.batching, **options
         )
@@ -160,18 +232,22 @@ class PulsarArrowWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
         producers: dict[str, object] = {}
+        encoders: dict[str, RowEncoder] = {}
         counts: dict[str, int] = {}
         name = self._producer_name()
         client = open_client(self.options)
         failed = True
         try:
             for batch in iterator:
-                for topic, table in self._routed(batch):
+                for topic, rows in self._routed(batch):
                     producer = producers.get(topic)
                     if producer is None:
+                        plan = self._plan(client, topic, rows)
+                        encoders[topic] = RowEncoder(plan)
                         suffix = f"-{len(producers)}" if name and producers else ""
-                        producer = self._open(client, topic, name and name + suffix)
+                        producer = self._open(client, topic, name and name + suffix, plan)
                         producers[topic] = producer
+                    table = encoders[topic].encode(rows)
                     self._send(producer, table)
                     counts[topic] = counts.get(topic, 0) + table.num_rows
             for producer in producers.values():

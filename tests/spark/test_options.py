@@ -202,7 +202,7 @@ def test_errors_are_pulsar_errors_and_say_they_are_not_retriable() -> None:
     classes = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if c.__module__ == errors.__name__
     ]
-    assert len(classes) == 7
+    assert len(classes) == 9  # TopicSchemaError, SchemaChangedError: issue 13
     for cls in classes:
         assert issubclass(cls, PulsarError) and cls.retriable is False
     assert issubclass(errors.PulsarOptionError, ValueError)

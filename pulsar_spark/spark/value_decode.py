@@ -1,0 +1,259 @@
+"""Decoding in the task: each Arrow batch's ``value`` (and a KEY_VALUE ``key``) into the read's
+types, message by message with the schema version it was written with.
+
+:class:`ValueDecoder` takes the batches of one topic partition with the row
+schema and gives them with the :class:`~.read_schema.ReadSchema`'s. The rows
+of a batch are grouped by their ``schemaVersion``; each version's schema is
+fetched once (the client caches it too) and its values decoded into the
+reader schema, resolved by Avro's rules (added fields take their defaults,
+removed ones are skipped, types promote). A message without a version is
+read as written with the reader schema.
+
+A value that does not decode fails the task with
+:class:`~pulsar_spark.columnar.schema_errors.SchemaDecodeError` naming the
+topic, message id, schema version and field, unless the read is in
+dead-letter mode: then the row's typed columns are null and ``decodeError``
+holds the text. A version that does not resolve into the reader schema
+raises :class:`~.errors.SchemaChangedError` saying what changed (a stream: to
+restart the query). Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..columnar.avro_decode import avro_plan
+from ..columnar.primitive_decode import decode_primitive, decode_primitive_collect
+from ..columnar.schema_errors import SchemaDecodeError, SchemaError, SchemaResolutionError
+from ..protocol.schema_info import KeyValueEncoding, SchemaInfo, SchemaType, split_key_value
+from .errors import SchemaChangedError
+from .read_schema import ReadSchema, value_type
+from .schema_change import describe_change
+from .value_adapters import Decoded, decode_json, split_inline
+
+__all__ = ["ValueDecoder"]
+
+#: Fetches a topic's schema of a version (None: the broker has no such version).
+Fetch = Callable[[int], SchemaInfo | None]
+
+
+class _Mismatch(Exception):
+    """A writer schema that cannot be read as the reader (turned into SchemaChangedError)."""
+
+
+class ValueDecoder:
+    """Decodes one topic's batches (see the module docstring).
+
+    Args:
+        read: the read's schema, from planning.
+        topic: the topic (or partition) read, for errors.
+        fetch: the topic's schema of a version.
+        stream: whether this is a streaming read (its errors say to restart the query).
+    """
+
+    def __init__(self, read: ReadSchema, topic: str, fetch: Fetch, *, stream: bool = False) -> None:
+        self.read = read
+        self.topic = topic
+        self.fetch = fetch
+        self.stream = stream
+        self._writers: dict[int, SchemaInfo] = {}
+        self._types: dict[SchemaInfo, pa.DataType] = {}
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        read = self.read
+        if read.reader is None:
+            if not read.dead_letter:
+                return batch
+            columns = [*batch.columns, pa.nulls(batch.num_rows, pa.string())]
+            return pa.RecordBatch.from_arrays(columns, schema=read.arrow)
+        value, key, errors = self._decode_batch(batch, read.reader)
+        columns = list(batch.columns)
+        names = batch.schema.names
+        columns[names.index("value")] = value
+        if key is not None:
+            columns[names.index("key")] = key
+        if read.dead_letter:
+            columns.append(errors if errors is not None else pa.nulls(batch.num_rows, pa.string()))
+        return pa.RecordBatch.from_arrays(columns, schema=read.arrow)
+
+    # -- grouping by version -------------------------------------------------------------
+
+    def _decode_batch(
+        self, batch: pa.RecordBatch, reader: SchemaInfo
+    ) -> tuple[pa.Array, pa.Array | None, pa.Array | None]:
+        versions = batch.column("schemaVersion")
+        if versions.null_count == len(versions):
+            groups: list[tuple[int | None, np.ndarray | None]] = [(None, None)]
+        else:
+            found = pc.unique(versions).to_pylist()
+            if len(found) == 1:
+                groups = [(found[0], None)]
+            else:
+                numbers = versions.fill_null(-(2**63)).to_numpy(zero_copy_only=False)
+                valid = versions.is_valid().to_numpy(zero_copy_only=False)
+                groups = [
+                    (
+                        v,
+                        np.flatnonzero((numbers == v) & valid)
+                        if v is not None
+                        else np.flatnonzero(~valid),
+                    )
+                    for v in found
+                ]
+        parts = []
+        for version, rows in groups:
+            sub = batch if rows is None else batch.take(pa.array(rows))
+            parts.append(self._decode_group(sub, version, reader))
+        if len(parts) == 1:
+            return parts[0]
+        order = np.concatenate([rows for _, rows in groups if rows is not None])
+        back = pa.array(np.argsort(order, kind="stable"))
+        pieces = list(zip(*parts, strict=True))
+        return tuple(  # type: ignore[return-value]
+            None if piece[0] is None else pa.concat_arrays(list(piece)).take(back)
+            for piece in pieces
+        )
+
+    def _writer(self, version: int | None, reader: SchemaInfo) -> SchemaInfo:
+        if version is None:
+            return reader
+        found = self._writers.get(version)
+        if found is None:
+            found = self.fetch(version)
+            if found is None:
+                msg = (
+                    f"{self.topic}: messages carry schema version {version}, which the broker "
+                    f"does not have (deleted?); the query reads {self.read.origin}"
+                )
+                raise SchemaChangedError(msg)
+            self._writers[version] = found
+        return found
+
+    def _decode_group(
+        self, batch: pa.RecordBatch, version: int | None, reader: SchemaInfo
+    ) -> tuple[pa.Array, pa.Array | None, pa.Array | None]:
+        writer = self._writer(version, reader)
+        collect = self.read.dead_letter
+        try:
+            if reader.type is SchemaType.KEY_VALUE:
+                return self._key_value(batch, writer, reader, collect)
+            value, errors = self._decode(writer, reader, batch.column("value"), collect)
+        except SchemaDecodeError as exc:
+            raise self._located(exc, batch, version) from None
+        except (_Mismatch, SchemaResolutionError) as exc:
+            raise self._changed(version, writer, reader, exc) from None
+        return value, None, errors
+
+    def _key_value(
+        self, batch: pa.RecordBatch, writer: SchemaInfo, reader: SchemaInfo, collect: bool
+    ) -> tuple[pa.Array, pa.Array | None, pa.Array | None]:
+        if writer.type is not SchemaType.KEY_VALUE:
+            msg = f"{writer.describe()} values cannot be read as KEY_VALUE"
+            raise _Mismatch(msg)
+        written, wanted = split_key_value(writer), split_key_value(reader)
+        payload = batch.column("value")
+        if written.encoding is KeyValueEncoding.INLINE:
+            keys, values, bad = split_inline(payload)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                reason = "the payload is not a KEY_VALUE INLINE pair (int32 length + bytes, twice)"
+                error = SchemaDecodeError(reason, row=row, topic=self.topic)
+                if not collect:
+                    raise error
+        else:
+            keys, values, bad = batch.column("key"), payload, None
+        key, key_errors = self._decode(written.key, wanted.key, keys, collect)
+        value, value_errors = self._decode(written.value, wanted.value, values, collect)
+        if not collect:
+            return value, key, None
+        errors = pc.coalesce(value_errors, key_errors) if key_errors is not None else value_errors
+        if bad is not None and bad.any():
+            text = pa.array([error.text() if b else None for b in bad.tolist()], pa.string())
+            errors = pc.coalesce(text, errors) if errors is not None else text
+        assert errors is not None
+        ok = errors.is_null()
+        key = pc.if_else(ok, key, pa.nulls(len(key), key.type))
+        value = pc.if_else(ok, value, pa.nulls(len(value), value.type))
+        return value, key, errors
+
+    # -- one schema pair -----------------------------------------------------------------
+
+    def _type(self, info: SchemaInfo) -> pa.DataType:
+        found = self._types.get(info)
+        if found is None:
+            found = self._types[info] = value_type(info, topic=self.topic)
+        return found
+
+    def _decode(
+        self, writer: SchemaInfo, reader: SchemaInfo, values: pa.Array, collect: bool
+    ) -> Decoded:
+        kind = reader.type
+        if kind is SchemaType.AVRO:
+            if writer.type is not SchemaType.AVRO:
+                msg = f"{writer.describe()} values cannot be read as AVRO"
+                raise _Mismatch(msg)
+            plan = avro_plan(writer.data, reader.data, topic=self.topic)
+            if collect:
+                return plan.decode_collect(values)
+            return plan.decode(values), None
+        if kind is SchemaType.JSON:
+            if writer.type is SchemaType.JSON and writer is not reader:
+                avro_plan(writer.data, reader.data, topic=self.topic)  # resolves, or raises
+            elif (
+                writer.type not in (SchemaType.JSON, SchemaType.STRING) and not writer.type.is_bytes
+            ):
+                msg = f"{writer.describe()} values cannot be read as JSON"
+                raise _Mismatch(msg)
+            return decode_json(self._type(reader), values, collect=collect)
+        if kind.is_primitive:
+            if writer.type is not kind and not writer.type.is_bytes:
+                msg = f"{writer.describe()} values cannot be read as {kind.name}"
+                raise _Mismatch(msg)
+            charset = reader.properties.get("__charset")
+            if collect:
+                return decode_primitive_collect(values, kind, topic=self.topic, charset=charset)
+            return decode_primitive(values, kind, topic=self.topic, charset=charset), None
+        msg = f"{reader.describe()} values cannot be decoded here"
+        raise SchemaResolutionError(msg, topic=self.topic)
+
+    # -- errors --------------------------------------------------------------------------
+
+    def _located(
+        self, exc: SchemaDecodeError, batch: pa.RecordBatch, version: int | None
+    ) -> SchemaDecodeError:
+        """The error naming the topic, message id and schema version instead of the row."""
+        message_id = None
+        if 0 <= exc.row < batch.num_rows:
+            message_id = batch.column("messageId")[exc.row].as_py()
+        return SchemaDecodeError(
+            exc.reason,
+            row=exc.row,
+            topic=exc.topic or self.topic,
+            field=exc.field,
+            message_id=message_id,
+            schema_version=version,
+        )
+
+    def _changed(
+        self, version: int | None, writer: SchemaInfo, reader: SchemaInfo, exc: Exception
+    ) -> SchemaChangedError:
+        which = (
+            "messages without a schema version"
+            if version is None
+            else (f"messages written with schema version {version}")
+        )
+        reason = exc.reason if isinstance(exc, SchemaError) else str(exc)
+        field = f" (field {exc.field})" if isinstance(exc, SchemaError) and exc.field else ""
+        msg = (
+            f"{self.topic}: {which} cannot be read as the query's schema ({self.read.origin}): "
+            f"{reason}{field}. What changed: {describe_change(writer, reader)}."
+        )
+        if self.stream:
+            msg += " Restart the query to read with the topic's new schema."
+        else:
+            msg += " Give a schema both resolve into (avroSchema), or read with schemaMode=raw."
+        return SchemaChangedError(msg)

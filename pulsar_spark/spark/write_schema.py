@@ -1,0 +1,182 @@
+"""Typed writes: the schema a sink registers for a DataFrame, and its rows encoded for it.
+
+:func:`plan_write` decides, per topic, from the ``value`` (and ``key``) Arrow
+types, the options and the topic's latest schema (None on pulsar-lite)::
+
+    schemaMode=raw, or a binary value      no schema, payloads as given (as before
+                                           schemas; a string value is sent as UTF-8)
+    avroSchema                             that AVRO schema (the broker checks it)
+    keyValueEncoding                       KEY_VALUE of the key's and value's types, or
+                                           the topic's KEY_VALUE schema when they fit it
+    the topic has a schema                 that schema, when the DataFrame fits it; else
+                                           PulsarWriteError naming the fields
+    otherwise                              derived: a struct is AVRO (valueSchemaType=json:
+                                           JSON), a primitive its primitive schema
+
+The producer sends the schema with PRODUCER: the broker registers it or
+refuses it (``IncompatibleSchemaError`` naming the topic and type), before
+any message is sent. :class:`RowEncoder` turns each batch's ``value`` (and
+``key``) into payloads with the columnar encoders. Nothing here imports
+pyspark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..client.schemas import VersionedSchema
+from ..columnar.encode_avro import avro_schema_json
+from ..columnar.encode_errors import SchemaMismatch
+from ..columnar.encode_schema import (
+    KeyValueEncoder,
+    PayloadEncoder,
+    StructKind,
+    key_value_writer_schema,
+    writer_schema,
+)
+from ..columnar.schema_arrow import primitive_schema_type
+from ..columnar.schema_errors import SchemaError
+from ..protocol.schema_info import SchemaInfo, SchemaType
+from .errors import PulsarWriteError
+from .option_schema import RAW
+from .options import PulsarOptions
+
+__all__ = ["RowEncoder", "WritePlan", "plan_write"]
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """What a topic's rows are written with: ``schema`` (None: none, payloads as given)
+    and whether it is a KEY_VALUE of the ``key`` and ``value`` columns."""
+
+    topic: str
+    schema: SchemaInfo | None
+    key_value: bool = False
+
+
+def typed_value(dtype: pa.DataType) -> bool:
+    """Whether a ``value`` column of this type is encoded (not binary or string)."""
+    return not (pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or _is_text(dtype))
+
+
+def _is_text(dtype: pa.DataType) -> bool:
+    return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype))
+
+
+def _failed(topic: str, exc: SchemaError, what: str) -> PulsarWriteError:
+    return PulsarWriteError(f"writing to {topic} {what}: {exc}")
+
+
+def plan_write(
+    topic: str,
+    value: pa.DataType,
+    key: pa.DataType | None,
+    options: PulsarOptions,
+    latest: VersionedSchema | None,
+) -> WritePlan:
+    """The :class:`WritePlan` of ``topic`` (see the module's table), checked: the encoders
+    are built once here, so a DataFrame that does not fit fails before anything is sent.
+
+    Raises:
+        PulsarWriteError: the DataFrame does not fit the topic's schema (or its own),
+            naming the fields.
+    """
+    if options.schema_mode == RAW:
+        return WritePlan(topic, None)
+    struct: StructKind = "JSON" if options.value_schema_type == "JSON" else "AVRO"
+    existing = None if latest is None or latest.info.type.is_bytes else latest.info
+    if options.key_value_encoding is not None:
+        if key is None:
+            msg = f"writing to {topic}: keyValueEncoding needs a 'key' column"
+            raise PulsarWriteError(msg)
+        plan = None
+        if existing is not None and existing.type is SchemaType.KEY_VALUE:
+            plan = WritePlan(topic, existing, key_value=True)
+            try:
+                KeyValueEncoder(key, value, existing, topic=topic)
+            except SchemaError as exc:
+                raise _failed(topic, exc, f"with its schema ({existing.describe()})") from None
+        if plan is None:
+            try:
+                info = key_value_writer_schema(key, value, options.key_value_encoding, struct)
+                KeyValueEncoder(key, value, info, topic=topic)
+            except SchemaError as exc:
+                raise _failed(topic, exc, "as KEY_VALUE") from None
+            plan = WritePlan(topic, info, key_value=True)
+        return plan
+    if pa.types.is_binary(value) or pa.types.is_large_binary(value):
+        return WritePlan(topic, None)
+    if options.avro_schema is not None:
+        info, what = options.avro_schema, "with the avroSchema option's schema"
+    elif existing is not None:
+        info, what = existing, f"with its schema ({existing.describe()})"
+    elif _is_text(value) and existing is None:
+        info, what = SchemaInfo.primitive(SchemaType.STRING), "as STRING"
+    else:
+        try:
+            info = _derived(value, struct, options, topic)
+        except SchemaError as exc:
+            raise _failed(topic, exc, "with a schema derived from the DataFrame") from None
+        what = f"as {info.type.name}"
+    try:
+        PayloadEncoder(value, info, topic=topic)
+    except SchemaError as exc:
+        raise _failed(topic, exc, what) from None
+    return WritePlan(topic, info)
+
+
+def _derived(
+    value: pa.DataType, struct: StructKind, options: PulsarOptions, topic: str
+) -> SchemaInfo:
+    """The schema derived from the value's type, a record named by the options."""
+    if options.record_namespace is None or primitive_schema_type(value) is not None:
+        return writer_schema(value, struct, name=options.record_name, topic=topic)
+    definition = avro_schema_json(
+        value, name=options.record_name, namespace=options.record_namespace, topic=topic
+    )
+    return SchemaInfo.json(definition) if struct == "JSON" else SchemaInfo.avro(definition)
+
+
+class RowEncoder:
+    """Encodes the rows of one topic for its :class:`WritePlan` (built on the first batch's
+    types, again when they change).
+
+    Raises:
+        PulsarWriteError: values the schema cannot hold (a null where it has none...).
+    """
+
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
+        self._encoder: PayloadEncoder | KeyValueEncoder | None = None
+        self._types: tuple[pa.DataType, pa.DataType | None] | None = None
+
+    def encode(self, table: pa.Table) -> pa.Table:
+        """``table`` (columns value, key, properties, eventTime) with ``value`` (and for
+        KEY_VALUE, ``key``) replaced by the encoded payloads (and keys)."""
+        plan, info = self.plan, self.plan.schema
+        if info is None:
+            return table
+        value = table.column("value")
+        key = table.column("key") if "key" in table.column_names else None
+        types = (value.type, None if key is None else key.type)
+        try:
+            if self._encoder is None or types != self._types:
+                self._types = types
+                if plan.key_value:
+                    assert key is not None
+                    self._encoder = KeyValueEncoder(key.type, value.type, info, topic=plan.topic)
+                else:
+                    self._encoder = PayloadEncoder(value.type, info, topic=plan.topic)
+            if isinstance(self._encoder, KeyValueEncoder):
+                assert key is not None
+                pairs = self._encoder.encode(key, value)
+                table = table.set_column(table.column_names.index("value"), "value", pairs.payloads)
+                if pairs.keys is None:  # INLINE: the key travels in the payload
+                    return table.drop_columns(["key"])
+                return table.set_column(table.column_names.index("key"), "key", pairs.keys)
+            payloads = self._encoder.encode(value)
+        except (SchemaMismatch, SchemaError) as exc:
+            raise _failed(plan.topic, exc, f"as {info.describe()}") from None
+        return table.set_column(table.column_names.index("value"), "value", payloads)

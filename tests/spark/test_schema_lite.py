@@ -1,0 +1,222 @@
+"""Typed reads with a schema given by the user, on pulsar-lite (no schema registry): Avro and
+JSON values (the ``avroSchema`` and ``jsonSchema`` options), dead-letter mode, raw mode."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import time
+from typing import Any
+
+import fastavro
+import pytest
+from pyspark.sql import Row
+from pyspark.sql import types as T
+
+from pulsar_spark.spark import SPARK_SCHEMA
+from tests.support.official import produce
+
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {
+            "name": "at",
+            "type": {"type": "long", "logicalType": "timestamp-millis"},
+        },
+        {
+            "name": "ship",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "Address",
+                    "fields": [{"name": "city", "type": "string"}],
+                },
+            ],
+            "default": None,
+        },
+    ],
+}
+UTC = dt.timezone.utc
+
+
+def _avro(record: dict[str, Any], schema: Any = ORDER) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+    return out.getvalue()
+
+
+def _order(i: int) -> dict[str, Any]:
+    return {
+        "id": i,
+        "note": None if i % 2 else f"note {i}",
+        "tags": [f"t{j}" for j in range(i % 3)],
+        "at": dt.datetime(2026, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=i),
+        "ship": {"city": f"city {i}"} if i % 3 else None,
+    }
+
+
+def test_avro_values_read_with_the_users_avro_schema(read_pulsar, pulsar_lite, topic_name) -> None:
+    url = pulsar_lite.service_url
+    produce(url, topic_name, [_avro(_order(i)) for i in range(30)], batching_max_messages=7)
+    started = time.monotonic()
+    df = read_pulsar(url, topic=topic_name, avroSchema=json.dumps(ORDER))
+    assert time.monotonic() - started < 15  # no registry to wait for
+    value = df.schema["value"].dataType
+    assert value == T.StructType(
+        [
+            T.StructField("id", T.LongType(), False),
+            T.StructField("note", T.StringType(), True),
+            T.StructField("tags", T.ArrayType(T.StringType(), False), False),
+            T.StructField("at", T.TimestampType(), False),
+            T.StructField(
+                "ship", T.StructType([T.StructField("city", T.StringType(), False)]), True
+            ),
+        ]
+    )
+    # Every other column is the row schema's; no version on pulsar-lite.
+    assert [f for f in df.schema.fields if f.name != "value"] == [
+        f for f in SPARK_SCHEMA.fields if f.name != "value"
+    ]
+    rows = sorted(df.select("value.*", "schemaVersion").collect(), key=lambda r: r.id)
+    assert len(rows) == 30
+    for i, row in enumerate(rows):
+        expected = _order(i)
+        assert row.id == i
+        assert row.note == expected["note"]
+        assert row.tags == expected["tags"]
+        assert row.at == expected["at"].replace(tzinfo=None)  # the session's zone is UTC
+        assert (row.ship.city if row.ship else None) == (
+            expected["ship"]["city"] if expected["ship"] else None
+        )
+        assert row.schemaVersion is None
+
+
+def test_a_primitive_avro_schema_gives_a_primitive_column(
+    read_pulsar, pulsar_lite, topic_name
+) -> None:
+    url = pulsar_lite.service_url
+    produce(url, topic_name, [_avro(n, "long") for n in (5, -1, 2**40)])
+    df = read_pulsar(url, topic=topic_name, valueAvroSchema='"long"')
+    assert df.schema["value"].dataType == T.LongType()
+    assert sorted(r.value for r in df.select("value").collect()) == [-1, 5, 2**40]
+
+
+def _documents() -> list[bytes]:
+    docs = [
+        {"id": 1, "name": "a", "tags": ["x"], "price": 1.5},
+        {"id": 2, "name": None, "extra": {"ignored": True}},  # unknown fields are ignored
+        {"id": 3, "price": 2},
+    ]
+    # Pretty-printed as the Python client's JsonSchema writes them, and compact.
+    return [
+        json.dumps(d, indent=True).encode() if d["id"] % 2 else json.dumps(d).encode() for d in docs
+    ]
+
+
+def test_json_values_read_with_a_ddl_string(spark, read_pulsar, pulsar_lite, topic_name) -> None:
+    url = pulsar_lite.service_url
+    produce(url, topic_name, _documents())
+    df = read_pulsar(
+        url, topic=topic_name, jsonSchema="id BIGINT, name STRING, tags ARRAY<STRING>, price DOUBLE"
+    )
+    assert df.schema["value"].dataType == T.StructType(
+        [
+            T.StructField("id", T.LongType()),
+            T.StructField("name", T.StringType()),
+            T.StructField("tags", T.ArrayType(T.StringType())),
+            T.StructField("price", T.DoubleType()),
+        ]
+    )
+    rows = sorted(df.select("value.*").collect(), key=lambda r: r.id)
+    assert rows == [
+        Row(id=1, name="a", tags=["x"], price=1.5),
+        Row(id=2, name=None, tags=None, price=None),
+        Row(id=3, name=None, tags=None, price=2.0),
+    ]
+    # An Avro schema describes JSON values too (Pulsar's JSON schema data).
+    avro = {
+        "type": "record",
+        "name": "Doc",
+        "fields": [{"name": "id", "type": "long"}, {"name": "price", "type": ["null", "double"]}],
+    }
+    df = read_pulsar(url, topic=topic_name, valueJsonSchema=json.dumps(avro))
+    assert sorted(tuple(r) for r in df.select("value.*").collect()) == [
+        (1, 1.5),
+        (2, None),
+        (3, 2.0),
+    ]
+
+
+def test_values_that_do_not_decode_fail_or_go_to_the_dead_letter_column(
+    read_pulsar, pulsar_lite, topic_name
+) -> None:
+    url = pulsar_lite.service_url
+    good = [_avro(_order(i)) for i in range(4)]
+    truncated = _avro(_order(7))[:3]
+    ids = produce(url, topic_name, [*good[:2], truncated, *good[2:]], batching=False)
+    schema = json.dumps(ORDER)
+    with pytest.raises(Exception, match=rf"field \w+: message {ids[2]}: ") as failed:
+        read_pulsar(url, topic=topic_name, avroSchema=schema).collect()
+    assert "SchemaDecodeError" in str(failed.value)
+    assert topic_name in str(failed.value)
+
+    df = read_pulsar(url, topic=topic_name, avroSchema=schema, decodeErrorMode="deadLetter")
+    assert df.schema.names[-1] == "decodeError"
+    rows = {r.messageId: r for r in df.select("messageId", "value", "decodeError").collect()}
+    assert len(rows) == 5
+    bad = rows.pop(ids[2])
+    assert bad.value is None
+    assert bad.decodeError.startswith("field ")
+    assert sorted(r.value.id for r in rows.values()) == [0, 1, 2, 3]
+    assert {r.decodeError for r in rows.values()} == {None}
+
+    # JSON: a document that is not JSON, and one of the wrong type.
+    other = f"{topic_name}-json"
+    ids = produce(url, other, [b'{"id": 1}', b"{nope", b'{"id": "text"}', b'{"id": 4}'])
+    df = read_pulsar(url, topic=other, jsonSchema="id BIGINT", decodeErrorMode="PERMISSIVE")
+    rows = {r.messageId: r for r in df.select("messageId", "value", "decodeError").collect()}
+    assert [rows[i].value.id if rows[i].value else None for i in ids] == [1, None, None, 4]
+    assert [rows[i].decodeError is None for i in ids] == [True, False, False, True]
+    with pytest.raises(Exception, match=rf"message {ids[1]}"):
+        read_pulsar(url, topic=other, jsonSchema="id BIGINT").collect()
+
+
+def test_raw_mode_and_topics_without_a_schema_read_bytes(
+    read_pulsar, pulsar_lite, topic_name
+) -> None:
+    url = pulsar_lite.service_url
+    payloads = [_avro(_order(i)) for i in range(3)]
+    produce(url, topic_name, payloads)
+    started = time.monotonic()
+    for options in ({}, {"schemaMode": "raw"}, {"schemaMode": "RAW"}):
+        df = read_pulsar(url, topic=topic_name, **options)
+        assert df.schema == SPARK_SCHEMA
+        assert sorted(r.value for r in df.select("value").collect()) == sorted(payloads)
+        assert {r.schemaVersion for r in df.select("schemaVersion").collect()} == {None}
+    assert time.monotonic() - started < 60
+    # Dead-letter mode on bytes: the column is there, always null.
+    df = read_pulsar(url, topic=topic_name, decodeErrorMode="deadLetter")
+    assert df.schema.names == [*SPARK_SCHEMA.names, "decodeError"]
+    assert {r.decodeError for r in df.collect()} == {None}
+
+
+def test_schema_options_errors(spark, pulsar_lite, topic_name) -> None:
+    def load(**options: str) -> None:
+        reader = spark.read.format("pulsar").option("service.url", pulsar_lite.service_url)
+        reader.option("topic", topic_name).options(**options).load()
+
+    with pytest.raises(Exception, match=r"'jsonSchema': DDL .*expected a type"):
+        load(jsonSchema="id BIGINTEGER")
+    with pytest.raises(Exception, match=r"'avroSchema': .*union of several non-null types"):
+        load(avroSchema='["int", "string"]')
+    with pytest.raises(Exception, match=r"'avroSchema': decodes or encodes values.*raw"):
+        load(schemaMode="raw", avroSchema='"long"')
+    with pytest.raises(Exception, match=r"'schemaMode': expected one of auto, raw"):
+        load(schemaMode="typed")
