@@ -20,6 +20,7 @@ from pulsar.schema import Array, Boolean, Double, Integer, JsonSchema, Long, Map
 
 from pulsar_spark.columnar.encode_errors import SchemaMismatch
 from pulsar_spark.columnar.encode_json import JsonEncoder, encode_json, json_encoder
+from pulsar_spark.columnar.json_decode import JsonPlan
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -256,3 +257,20 @@ def test_a_mismatch_names_the_fields_and_the_json_schema() -> None:
     assert info.value.fields == ["b", "a"]
     assert "JSON schema" in str(info.value)
     assert "topic t1" in str(info.value)
+
+
+def test_the_json_decoder_reads_back_what_the_encoder_writes() -> None:
+    table = pa.table(
+        {
+            "s": ["a", None, 'q"\n'],
+            "n": pa.array([1, 2, None], pa.int64()),
+            "d": [0.5, None, -1e300],
+            "st": pa.array([{"x": 1.5}, None, {"x": None}]),
+            "l": pa.array([[1, None], [], None], pa.list_(pa.int32())),
+            "ts": pa.array([1, None, -1], pa.timestamp("us", tz="UTC")),
+            "day": pa.array([0, 19_000, None], pa.date32()),
+        }
+    )
+    encoder = json_encoder(pa.struct(list(table.schema)))
+    decoded = JsonPlan(encoder.schema).decode(encoder.encode(table))
+    assert decoded.to_pylist() == table.to_pylist()
