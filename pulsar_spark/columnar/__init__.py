@@ -8,17 +8,40 @@ pyarrow and numpy.
 
 from __future__ import annotations
 
+from .avro_decode import AvroPlan, avro_plan
 from .builder import ArrowBatchBuilder
 from .gather import gather_binary, gather_string, map_array
+from .json_decode import JsonPlan, decode_json
+from .primitive_decode import decode_primitive, decode_primitive_collect
 from .schema import ROW_SCHEMA
+from .schema_arrow import arrow_type, avro_schema_for, primitive_schema_type
+from .schema_errors import (
+    SchemaDecodeError,
+    SchemaError,
+    SchemaResolutionError,
+    UnmappableSchema,
+)
 from .smm_columns import SmmColumns, decode_smm_columns
 
 __all__ = [
     "ROW_SCHEMA",
     "ArrowBatchBuilder",
+    "AvroPlan",
+    "JsonPlan",
+    "SchemaDecodeError",
+    "SchemaError",
+    "SchemaResolutionError",
     "SmmColumns",
+    "UnmappableSchema",
+    "arrow_type",
+    "avro_plan",
+    "avro_schema_for",
+    "decode_json",
+    "decode_primitive",
+    "decode_primitive_collect",
     "decode_smm_columns",
     "gather_binary",
     "gather_string",
     "map_array",
+    "primitive_schema_type",
 ]
