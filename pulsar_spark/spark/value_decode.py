@@ -27,16 +27,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..columnar.avro_decode import avro_plan
+from ..columnar.json_decode import decode_json
 from ..columnar.primitive_decode import decode_primitive, decode_primitive_collect
 from ..columnar.schema_errors import SchemaDecodeError, SchemaError, SchemaResolutionError
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo, SchemaType, split_key_value
 from .errors import SchemaChangedError
+from .key_value_split import split_inline
 from .read_schema import ReadSchema, value_type
 from .schema_change import describe_change
-from .value_adapters import Decoded, decode_json, split_inline
 
 __all__ = ["ValueDecoder"]
 
+#: A decoded column and, when collecting, the error text of each row (null: decoded).
+Decoded = tuple[pa.Array, pa.Array | None]
 #: Fetches a topic's schema of a version (None: the broker has no such version).
 Fetch = Callable[[int], SchemaInfo | None]
 
@@ -208,7 +211,7 @@ class ValueDecoder:
             ):
                 msg = f"{writer.describe()} values cannot be read as JSON"
                 raise _Mismatch(msg)
-            return decode_json(self._type(reader), values, collect=collect)
+            return decode_json(self._type(reader), values, topic=self.topic, collect=collect)
         if kind.is_primitive:
             if writer.type is not kind and not writer.type.is_bytes:
                 msg = f"{writer.describe()} values cannot be read as {kind.name}"
