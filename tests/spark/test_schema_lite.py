@@ -220,3 +220,48 @@ def test_schema_options_errors(spark, pulsar_lite, topic_name) -> None:
         load(schemaMode="raw", avroSchema='"long"')
     with pytest.raises(Exception, match=r"'schemaMode': expected one of auto, raw"):
         load(schemaMode="typed")
+
+
+LOGICAL = {
+    "type": "record",
+    "name": "Times",
+    "fields": [
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "clock", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        {
+            "name": "price",
+            "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+        },
+        {"name": "tags", "type": {"type": "map", "values": "int"}},
+    ],
+}
+
+
+def test_avro_logical_types_become_spark_types(read_pulsar, pulsar_lite, topic_name) -> None:
+    import decimal
+
+    url = pulsar_lite.service_url
+    record = {
+        "day": dt.date(2026, 3, 4),
+        "clock": dt.time(13, 14, 15, 16000),
+        "local": dt.datetime(2026, 3, 4, 5, 6, 7, 8),
+        "price": decimal.Decimal("12.34"),
+        "tags": {"a": 1},
+    }
+    produce(url, topic_name, [_avro(record, LOGICAL)])
+    df = read_pulsar(url, topic=topic_name, avroSchema=json.dumps(LOGICAL))
+    value = df.schema["value"].dataType
+    assert value["day"].dataType == T.DateType()
+    assert value["local"].dataType == T.TimestampNTZType()
+    assert value["price"].dataType == T.DecimalType(9, 2)
+    assert value["tags"].dataType == T.MapType(T.StringType(), T.IntegerType(), False)
+    row = df.select("value.*").collect()[0]
+    assert (row.day, row.local, row.price, row.tags) == (
+        record["day"],
+        record["local"],
+        record["price"],
+        record["tags"],
+    )
+    # The time of day: Spark's TimeType where it has one (4.1+).
+    assert row.clock in (record["clock"], 48_855_016_000)

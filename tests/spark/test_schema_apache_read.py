@@ -1,0 +1,210 @@
+"""Typed reads on Apache Pulsar: the topic's registered schema decides the DataFrame's types.
+
+Topics written by the official Python client (AvroSchema, JsonSchema, StringSchema), by
+our producer (a primitive schema) and by the Java CLI (KEY_VALUE, INLINE and SEPARATED);
+schema evolution read in one query; several topics with different schemas; a stream that
+meets a version it cannot resolve."""
+
+from __future__ import annotations
+
+import secrets
+import struct
+import subprocess
+from typing import Any
+
+import pytest
+from pyspark.sql import types as T
+
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
+from pulsar_spark.spark import SPARK_SCHEMA
+from tests.support.apache_dist import ensure_distribution
+from tests.support.official import official_client
+
+V1 = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {"name": "old", "type": "string", "default": "gone"},
+    ],
+}
+#: V1 with ``old`` removed and ``qty`` added, both with defaults: FULL-compatible.
+V2 = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {"name": "qty", "type": "int", "default": 1},
+    ],
+}
+#: ``id`` as a string: no reader of V1 can resolve it.
+CLASHING = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}
+
+
+def _record_class() -> Any:
+    from pulsar.schema import Integer, Record, String
+
+    class Order(Record):
+        id = Integer()
+        note = String()
+
+    return Order
+
+
+def _send(url: str, topic: str, schema: Any, values: list[Any]) -> None:
+    with official_client(url) as client:
+        producer = client.create_producer(topic, schema=schema)
+        for value in values:
+            producer.send(value)
+        producer.close()
+
+
+def test_official_python_records_read_as_typed_columns(read_pulsar, apache_pulsar, topic_name):
+    from pulsar.schema import AvroSchema, JsonSchema, StringSchema
+
+    url = apache_pulsar.service_url
+    order = _record_class()
+    orders = [order(id=i, note=None if i == 2 else f"n{i}") for i in range(4)]
+    _send(url, f"{topic_name}-avro", AvroSchema(order), orders)
+    _send(url, f"{topic_name}-json", JsonSchema(order), orders)
+    _send(url, f"{topic_name}-string", StringSchema(), ["a", "bé", ""])
+    expected = [(i, None if i == 2 else f"n{i}") for i in range(4)]
+    for kind in ("avro", "json"):
+        df = read_pulsar(url, topic=f"{topic_name}-{kind}")
+        value = df.schema["value"].dataType
+        assert isinstance(value, T.StructType), kind
+        assert value["id"].dataType == T.IntegerType()
+        assert value["note"].dataType == T.StringType()
+        assert sorted(tuple(r) for r in df.select("value.id", "value.note").collect()) == expected
+        assert {r.schemaVersion for r in df.select("schemaVersion").collect()} == {0}
+    df = read_pulsar(url, topic=f"{topic_name}-string")
+    assert df.schema["value"].dataType == T.StringType()
+    assert sorted(r.value for r in df.select("value").collect()) == ["", "a", "bé"]
+    # Raw mode reads the same topic as bytes, with its schema version.
+    raw = read_pulsar(url, topic=f"{topic_name}-avro", schemaMode="raw")
+    assert raw.schema == SPARK_SCHEMA
+    assert {r.schemaVersion for r in raw.select("schemaVersion").collect()} == {0}
+
+
+def test_primitive_schemas_of_our_producer(read_pulsar, apache_pulsar, topic_name) -> None:
+    url = apache_pulsar.service_url
+    cases = {
+        SchemaType.INT64: ([struct.pack(">q", n) for n in (7, -3)], T.LongType(), [-3, 7]),
+        SchemaType.DOUBLE: ([struct.pack(">d", 2.5)], T.DoubleType(), [2.5]),
+        SchemaType.BOOLEAN: ([b"\x01", b"\x00"], T.BooleanType(), [False, True]),
+    }
+    with PulsarClient(url) as client:
+        for kind, (payloads, _, _) in cases.items():
+            topic = f"{topic_name}-{kind.name.lower()}"
+            with client.create_producer(topic, schema=SchemaInfo.primitive(kind)) as producer:
+                for payload in payloads:
+                    producer.send(payload)
+    for kind, (_, spark_type, values) in cases.items():
+        df = read_pulsar(url, topic=f"{topic_name}-{kind.name.lower()}")
+        assert df.schema["value"].dataType == spark_type
+        assert sorted(r.value for r in df.select("value").collect()) == values
+
+
+def test_evolution_reads_every_version_in_the_latest_shape(
+    read_pulsar, apache_pulsar, topic_name
+) -> None:
+    from pulsar.schema import AvroSchema
+
+    url = apache_pulsar.service_url
+    _send(url, topic_name, AvroSchema(None, schema_definition=V1), [{"id": 1, "old": "x"}])
+    _send(url, topic_name, AvroSchema(None, schema_definition=V2), [{"id": 2, "qty": 5}])
+    df = read_pulsar(url, topic=topic_name)
+    assert df.schema["value"].dataType.names == ["id", "note", "qty"]
+    rows = sorted(df.select("value.*", "schemaVersion").collect())
+    # v1's message: no qty (its default, 1), its old field dropped.
+    assert [tuple(r) for r in rows] == [(1, None, 1, 0), (2, None, 5, 1)]
+
+
+def test_topics_with_different_schemas_are_named(spark, read_pulsar, apache_pulsar, topic_name):
+    from pulsar.schema import AvroSchema, StringSchema
+
+    url = apache_pulsar.service_url
+    first, second = f"{topic_name}-a", f"{topic_name}-b"
+    _send(url, first, AvroSchema(None, schema_definition=V1), [{"id": 1}])
+    _send(url, second, StringSchema(), ["text"])
+    with pytest.raises(Exception, match=r"different schemas") as failed:
+        read_pulsar(url, topics=f"{first},{second}")
+    text = str(failed.value)
+    assert f"{first}: AVRO (version 0)" in text
+    assert f"{second}: STRING (version 0)" in text
+    assert "schemaMode=raw" in text
+    both = read_pulsar(url, topics=f"{first},{second}", schemaMode="raw")
+    assert both.count() == 2
+
+
+KV_VALUE = '{"type":"record","name":"V","fields":[{"name":"n","type":"int"}]}'
+
+
+@pytest.mark.parametrize("encoding", ["inline", "separated"])
+def test_key_value_topics_of_the_java_client(
+    read_pulsar, apache_pulsar, topic_name, encoding: str
+) -> None:
+    command = [
+        str(ensure_distribution() / "bin" / "pulsar-client"),
+        "--url",
+        apache_pulsar.service_url,
+        "produce",
+        topic_name,
+        "-ks",
+        "string",
+        "-vs",
+        f"avro:{KV_VALUE}",
+        "-kvet",
+        encoding,
+        "-kvk",
+        "the-key",
+        "-m",
+        '{"n": 5}',
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    assert "1 messages successfully produced" in done.stdout + done.stderr, done.stderr[-2000:]
+    df = read_pulsar(apache_pulsar.service_url, topic=topic_name)
+    assert df.schema["key"].dataType == T.StringType()
+    assert df.schema["value"].dataType == T.StructType([T.StructField("n", T.IntegerType(), False)])
+    rows = df.select("key", "value.n").collect()
+    assert [tuple(r) for r in rows] == [("the-key", 5)]
+
+
+def test_a_stream_fails_on_a_version_it_cannot_resolve(spark, apache_pulsar, tmp_path) -> None:
+    # A namespace of its own that accepts any new schema (FULL, the default, would refuse
+    # the clashing one).
+    namespace = f"public/evolve-{secrets.token_hex(4)}"
+    admin = apache_pulsar.admin
+    admin.create_namespace(namespace)
+    admin.request("PUT", f"namespaces/{namespace}/schemaCompatibilityStrategy", "ALWAYS_COMPATIBLE")
+    topic = f"persistent://{namespace}/orders"
+    url = apache_pulsar.service_url
+    from pulsar.schema import AvroSchema
+
+    _send(url, topic, AvroSchema(None, schema_definition=V1), [{"id": 1}])
+    stream = (
+        spark.readStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    assert stream.schema["value"].dataType.names == ["id", "note", "old"]
+    _send(url, topic, AvroSchema(None, schema_definition=CLASHING), [{"id": "x"}])
+    query = (
+        stream.select("value.id")
+        .writeStream.format("memory")
+        .queryName(f"evolve_{secrets.token_hex(4)}")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match=r"schema version 1") as failed:
+        query.awaitTermination(120)
+    text = str(failed.value)
+    assert "cannot be read as the query's schema" in text
+    assert "field id: long in the query's schema, string in the messages" in text
+    assert "Restart the query" in text
