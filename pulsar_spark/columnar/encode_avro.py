@@ -80,6 +80,19 @@ def avro_schema_json(
     return json.dumps(schema, separators=(",", ":"))
 
 
+def writer_schema(
+    dtype: pa.DataType, writer: str | bytes | object | None, *, topic: str
+) -> tuple[str, AvroType]:
+    """The writer schema as JSON text and parsed: ``writer`` (JSON text, bytes or
+    already parsed JSON), or the one :func:`avro_schema_json` derives from ``dtype``."""
+    if writer is None:
+        writer = avro_schema_json(dtype, topic=topic)
+    if isinstance(writer, bytes | bytearray | memoryview):
+        writer = bytes(writer).decode()
+    text = writer if isinstance(writer, str) else json.dumps(writer)
+    return text, parse_avro(writer, topic=topic)
+
+
 class AvroEncoder:
     """Values of one Arrow type encoded with one writer schema.
 
@@ -106,14 +119,8 @@ class AvroEncoder:
         self.dtype = dtype
         self.topic = topic
         self.kind = kind
-        if writer is None:
-            writer = avro_schema_json(dtype, topic=topic)
-        if isinstance(writer, bytes | bytearray | memoryview):
-            writer = bytes(writer).decode()
-        #: The writer schema as JSON text.
-        self.schema: str = writer if isinstance(writer, str) else json.dumps(writer)
-        #: The writer schema parsed.
-        self.node: AvroType = parse_avro(writer, topic=topic)
+        #: The writer schema as JSON text, and parsed.
+        self.schema, self.node = writer_schema(dtype, writer, topic=topic)
         self.enc = self._fit(dtype)
         self._others: dict[pa.DataType, Enc] = {}
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .avro_schema import AvroType, Record, Union, parse_avro
-from .encode_avro import Values, avro_schema_json, value_array
+from .avro_schema import AvroType, Record, Union
+from .encode_avro import Values, value_array, writer_schema
 from .encode_avro_fit import fit_encoder
 from .encode_avro_nodes import (
     BoolEnc,
@@ -221,13 +221,8 @@ class JsonEncoder:
     ) -> None:
         self.dtype = dtype
         self.topic = topic
-        if writer is None:
-            writer = avro_schema_json(dtype, topic=topic)
-        if isinstance(writer, bytes | bytearray | memoryview):
-            writer = bytes(writer).decode()
-        #: The schema (Avro schema JSON text), as the JSON SchemaInfo's data.
-        self.schema: str = writer if isinstance(writer, str) else json.dumps(writer)
-        self.node = parse_avro(writer, topic=topic)
+        #: The schema (Avro schema JSON text, as the JSON SchemaInfo's data), and parsed.
+        self.schema, self.node = writer_schema(dtype, writer, topic=topic)
         self.root = self._fit(dtype)
         self._others: dict[pa.DataType, _Json] = {}
 
