@@ -4,8 +4,9 @@
 # MAGIC
 # MAGIC Reads a Pulsar topic into a DataFrame with `spark.read.format("pulsar")` and analyses it:
 # MAGIC the row schema, clicks per page, users per page, a funnel and clicks per 10 minutes of
-# MAGIC event time. The notebook writes its own sample data first (2,000 JSON click events by 100
-# MAGIC users, keyed by user, with properties and an event time) to a topic of its own.
+# MAGIC event time; then reads the JSON values as typed columns (a schema for the values). The
+# MAGIC notebook writes its own sample data first (2,000 JSON click events by 100 users, keyed by
+# MAGIC user, with properties and an event time) to a topic of its own.
 # MAGIC
 # MAGIC **Databricks:** install the package on the cluster (or run the `%pip` cell below), set the
 # MAGIC `service_url` widget to your broker, then *Run all*. **Anywhere else:** `python
@@ -195,6 +196,33 @@ parsed.groupBy("device").count().orderBy("device").show()
 
 # COMMAND ----------
 
+# MAGIC %md
+# MAGIC ## Typed read: the values as columns
+# MAGIC
+# MAGIC A topic with a schema in the broker's registry (AVRO, JSON, a primitive or KEY_VALUE, as
+# MAGIC Java and Python producers register them) reads as typed columns with no option: `value`
+# MAGIC is a struct of the record's fields. For JSON values without a registered schema (and on
+# MAGIC pulsar-lite, which keeps no schemas) give their type: `jsonSchema` takes a Spark DDL
+# MAGIC string (or an Avro schema), `avroSchema` an Avro schema for Avro values.
+# MAGIC `decodeErrorMode=deadLetter` turns values that do not decode into a null `value` and a
+# MAGIC `decodeError` text instead of failing the job; `schemaMode=raw` always reads bytes.
+
+# COMMAND ----------
+
+typed = (
+    spark.read.format("pulsar")
+    .option("service.url", SERVICE_URL)
+    .option("topic", TOPIC)
+    .option("jsonSchema", "user STRING, page STRING, seq BIGINT, ms INT")
+    .load()
+)
+typed.printSchema()
+typed.select(F.col("key").cast("string").alias("key"), "value.*", "schemaVersion").show(3)
+typed_pages = {r.page: r["count"] for r in typed.groupBy("value.page").count().collect()}
+print(f"typed read: value is {typed.schema['value'].dataType.simpleString()}")
+
+# COMMAND ----------
+
 # Check the figures against the mix the sample data was made with.
 got = {r.page: r.clicks for r in per_page.collect()}
 want = {
@@ -204,8 +232,8 @@ want = {
     "cart": N // 10,
     "checkout": N // 10,
 }
-if total != N or got != want:
-    msg = f"expected {N} messages with pages {want}, read {total} with {got}"
+if total != N or got != want or typed_pages != want:
+    msg = f"expected {N} messages with pages {want}, read {total} with {got} ({typed_pages})"
     raise AssertionError(msg)
 parsed.unpersist()
 print(f"01_batch_read: OK, {total} clicks over {len(got)} pages")
