@@ -265,3 +265,44 @@ def test_avro_logical_types_become_spark_types(read_pulsar, pulsar_lite, topic_n
     )
     # The time of day: Spark's TimeType where it has one (4.1+).
     assert row.clock in (record["clock"], 48_855_016_000)
+
+
+def test_a_typed_stream_into_a_typed_sink(spark, read_pulsar, pulsar_lite, topic_name, tmp_path):
+    """JSON values streamed as typed columns into a topic written as AVRO, read back with
+    the schema the sink derived (pulsar-lite keeps none)."""
+    url = pulsar_lite.service_url
+    source, target = f"{topic_name}-json", f"{topic_name}-avro"
+    produce(url, source, [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in range(40)])
+    stream = (
+        spark.readStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", source)
+        .option("startingOffsets", "earliest")
+        .option("jsonSchema", "id BIGINT, name STRING")
+        .load()
+        .where("value.id % 2 = 0")
+        .select("value")
+    )
+    query = (
+        stream.writeStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", target)
+        .option("recordName", "Item")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None, query.exception()
+    item = {
+        "type": "record",
+        "name": "Item",
+        "fields": [
+            {"name": "id", "type": ["null", "long"], "default": None},
+            {"name": "name", "type": ["null", "string"], "default": None},
+        ],
+    }
+    back = read_pulsar(url, topic=target, avroSchema=json.dumps(item))
+    assert sorted(tuple(r) for r in back.select("value.*").collect()) == [
+        (i, f"n{i}") for i in range(0, 40, 2)
+    ]
