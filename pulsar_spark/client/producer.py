@@ -82,17 +82,18 @@ class Producer(ProducerSession):
         self._batching = batching
         self._max_messages = batch_max_messages if batching else 1
         self._max_bytes = batch_max_bytes
-        self._max_delay = batch_max_delay
         self._max_pending = max(max_pending_messages, self._max_messages)
         self._chunking = chunking
         self._items: list[Item] = []
         self._bytes = 0
         self._opened_at = 0.0
         self._create(first=True)
-        self._timer = threading.Thread(
-            target=self._timer_loop, daemon=True, name=f"pulsar-producer-{topic}"
-        )
-        self._timer.start()
+        threading.Thread(
+            target=self._timer_loop,
+            args=(batch_max_delay,),
+            daemon=True,
+            name=f"pulsar-producer-{topic}",
+        ).start()
 
     # -- sending -------------------------------------------------------------------
 
@@ -272,13 +273,13 @@ class Producer(ProducerSession):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _timer_loop(self) -> None:
+    def _timer_loop(self, max_delay: float) -> None:
         while True:
-            time.sleep(self._max_delay)
+            time.sleep(max_delay)
             with self._lock:
                 if self._closed:
                     return
-                if self._items and time.monotonic() - self._opened_at >= self._max_delay:
+                if self._items and time.monotonic() - self._opened_at >= max_delay:
                     try:
                         self._seal()
                     except PulsarError as exc:  # raised to the next sender

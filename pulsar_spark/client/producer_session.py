@@ -69,11 +69,12 @@ class ProducerSession:
         chunk_max_size: int | None,
         schema: SchemaInfo | None = None,
     ) -> None:
+        # A Producer (this plus its own) keeps under 30 instance attributes: past
+        # that, CPython (3.11, 3.12) stops sharing the instance dict's keys and every
+        # self.x in the per-message path gets slower (send_batch ~7% slower).
         self.lookup = lookup
         self.schema = schema
-        #: The version of :attr:`schema` the broker gave (None: no schema, or a
-        #: broker that keeps none, as pulsar-lite).
-        self.schema_version: int | None = None
+        #: The broker's version bytes of :attr:`schema` (empty: none).
         self._schema_version_bytes = b""
         self.topic = topic
         self._user_name = producer_name
@@ -94,6 +95,12 @@ class ProducerSession:
         self._closed = False
         self._reconnecting = False
         self._reconnect_again: str | None = None
+
+    @property
+    def schema_version(self) -> int | None:
+        """The version of :attr:`schema` the broker gave (None: no schema, or a
+        broker that keeps none, as pulsar-lite)."""
+        return version_from_bytes(self._schema_version_bytes)
 
     # -- creation ------------------------------------------------------------------
 
@@ -120,7 +127,7 @@ class ProducerSession:
             raise
         success = frame.command.producer_success
         if self.schema is not None:
-            self.schema_version = version_from_bytes(success.schema_version)
+            version_from_bytes(success.schema_version)  # malformed bytes fail the creation
             self._schema_version_bytes = success.schema_version
         self.name = success.producer_name
         if first:

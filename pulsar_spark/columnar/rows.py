@@ -153,6 +153,8 @@ def encode_items(items: list[Item]) -> bytes:
             tail = b"\x40" + small[seq]
         elif seq < 16384:
             tail = bytes((0x40, seq & 0x7F | 0x80, seq >> 7))
+        elif seq < 2097152:
+            tail = bytes((0x40, seq & 0x7F | 0x80, seq >> 7 & 0x7F | 0x80, seq >> 14))
         else:
             tail = b"\x40" + encode(seq)
         add((pack(len(pre) + len(tail)), pre, tail, value))
