@@ -30,6 +30,7 @@ import pyarrow as pa
 from ..client import PulsarClient
 from ..client.schemas import VersionedSchema
 from ..columnar import ROW_SCHEMA
+from ..columnar.json_decode import nullable_type
 from ..columnar.schema_arrow import arrow_type
 from ..columnar.schema_errors import SchemaError
 from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
@@ -110,18 +111,7 @@ def value_type(info: SchemaInfo, *, topic: str = "") -> pa.DataType:
         UnmappableSchema: naming the field and ``topic``.
     """
     mapped = arrow_type(info, topic=topic)
-    return _nullable(mapped) if info.type is SchemaType.JSON else mapped
-
-
-def _nullable(dtype: pa.DataType) -> pa.DataType:
-    """``dtype`` with every struct field, list item and map value nullable."""
-    if pa.types.is_struct(dtype):
-        return pa.struct([pa.field(f.name, _nullable(f.type)) for f in dtype])
-    if pa.types.is_list(dtype):
-        return pa.list_(pa.field(dtype.value_field.name, _nullable(dtype.value_type)))
-    if pa.types.is_map(dtype):
-        return pa.map_(dtype.key_type, _nullable(dtype.item_type))
-    return dtype
+    return nullable_type(mapped) if info.type is SchemaType.JSON else mapped
 
 
 def _key(found: VersionedSchema | None) -> tuple[int, str] | None:
