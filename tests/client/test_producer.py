@@ -349,6 +349,5 @@ def test_the_producer_keeps_fewer_than_30_instance_attributes(broker, topic_name
     # CPython 3.11 looks attributes up more slowly on instances with 30 or more of them;
     # the producer reads about ten per queued message, so crossing that line cost ~7% of
     # the client's write speed once (bench/client_write.py). Keep state in fewer fields.
-    with PulsarClient(broker.service_url) as client:
-        with client.create_producer(topic_name) as producer:
-            assert len(vars(producer)) < 30, sorted(vars(producer))
+    with PulsarClient(broker.service_url) as client, client.create_producer(topic_name) as p:
+        assert len(vars(p)) < 30, sorted(vars(p))
