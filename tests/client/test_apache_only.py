@@ -12,6 +12,7 @@ import random
 import secrets
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -372,18 +373,34 @@ class _UnloadStorm:
     for ``duration`` seconds at most (a storm that never ends keeps the topic from ever
     loading: every SUBSCRIBE then meets "Topic is temporarily unavailable")."""
 
-    def __init__(self, admin, topic: str, interval: float = 0.05, duration: float = 5.0) -> None:
+    def __init__(
+        self,
+        admin,
+        topic: str,
+        interval: float = 0.05,
+        duration: float = 5.0,
+        progress: Callable[[], int] | None = None,
+    ) -> None:
         self.admin, self.topic, self.interval = admin, topic, interval
         self.deadline = time.monotonic() + duration
         self.unloads = 0
+        # With ``progress`` (a count that grows as the client gets on), the next unload
+        # waits until the client got on since the last one: each unload then meets a
+        # client that is attached, however long its reconnects take on a busy machine.
+        self._progress = progress
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        seen = None
         while not self._stop.is_set() and time.monotonic() < self.deadline:
+            if self._progress is not None and self._progress() == seen:
+                self._stop.wait(0.01)
+                continue
             with contextlib.suppress(AdminError):  # e.g. while the topic is being loaded
                 self.admin.unload(self.topic)
                 self.unloads += 1
+                seen = None if self._progress is None else self._progress()
             self._stop.wait(self.interval)
 
     def __enter__(self) -> _UnloadStorm:
@@ -427,7 +444,9 @@ def test_a_read_under_an_unload_storm_loses_and_repeats_nothing(apache_pulsar, t
             client._lookup, parse_topic(topic_name), receiver_queue_size=20, batch_rows=20
         )
         got: list[bytes] = []
-        with _UnloadStorm(apache_pulsar.admin, topic_name, interval=0.1, duration=3) as storm:
+        with _UnloadStorm(
+            apache_pulsar.admin, topic_name, interval=0.1, duration=3, progress=lambda: len(got)
+        ) as storm:
             for batch in reader:
                 got.extend(batch.column("value").to_pylist())
                 time.sleep(0.02)  # a slow consumer: the storm lands in the middle

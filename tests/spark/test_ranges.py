@@ -8,9 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from pulsar_spark.client import MessageRef
+from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position
 from pulsar_spark.spark.options import PulsarOptionError, parse_options
 from pulsar_spark.spark.ranges import PartitionRange, plan_ranges, resolve_topics
+from pulsar_spark.spark.read_schema import ReadSchema
+from pulsar_spark.spark.spark_types import spark_schema
 from pulsar_spark.spark.splits import _entry_boundaries, _Probe, _shares
 from pulsar_spark.spark.stream_reader import PulsarStreamReader
 
@@ -115,7 +118,8 @@ def test_admission_moves_past_the_greatest_id_with_the_options_window() -> None:
     # between its chunks: the next micro-batch starts after 1:2, not after 1:1.
     options = parse_options({"service.url": "pulsar://h:6650", "topic": "t"})
     options = dataclasses.replace(options, receiver_queue_size=7)
-    reader = PulsarStreamReader(options)
+    read = ReadSchema(None, "raw", None, dead_letter=False, arrow=ROW_SCHEMA)
+    reader = PulsarStreamReader(options, read, spark_schema(ROW_SCHEMA))
     scans = Scans([MessageId(1, 2), MessageId(1, 1), MessageId(1, 5)])
     reader._client = scans  # type: ignore[assignment]
     end = Position.after(MessageId(1, 9))
