@@ -5,7 +5,6 @@ CLI on the other side), and pulsar-lite, which has no registry."""
 from __future__ import annotations
 
 import io
-import subprocess
 import time
 from typing import Any
 
@@ -25,7 +24,7 @@ from pulsar_spark.protocol.schema_info import (
     key_value_schema,
     split_key_value,
 )
-from tests.support.apache_dist import ensure_distribution
+from tests.support.apache_dist import KV_VALUE, java_produce_key_value
 from tests.support.official import official_client
 
 T = pb.BaseCommand
@@ -257,37 +256,12 @@ def test_get_or_create_schema_registers_once_and_checks_compatibility(
 # KEY_VALUE as the Java client writes it
 # ---------------------------------------------------------------------------
 
-KV_VALUE = '{"type":"record","name":"V","fields":[{"name":"n","type":"int"}]}'
-
-
-def _java_produce_key_value(service_url: str, topic: str, encoding: str) -> None:
-    home = ensure_distribution()
-    command = [
-        str(home / "bin" / "pulsar-client"),
-        "--url",
-        service_url,
-        "produce",
-        topic,
-        "-ks",
-        "string",
-        "-vs",
-        f"avro:{KV_VALUE}",
-        "-kvet",
-        encoding,
-        "-kvk",
-        "the-key",
-        "-m",
-        '{"n": 5}',
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-    assert "1 messages successfully produced" in done.stdout + done.stderr, done.stderr[-2000:]
-
 
 @pytest.mark.parametrize("encoding", ["inline", "separated"])
 def test_key_value_schema_and_messages_of_the_java_client(
     apache_pulsar, topic_name, encoding: str
 ) -> None:
-    _java_produce_key_value(apache_pulsar.service_url, topic_name, encoding)
+    java_produce_key_value(apache_pulsar.service_url, topic_name, encoding)
     with PulsarClient(apache_pulsar.service_url) as client:
         found = client.latest_schema(topic_name)
         rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import secrets
 import struct
-import subprocess
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from pyspark.sql import types as T
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
 from pulsar_spark.spark import SPARK_SCHEMA
-from tests.support.apache_dist import ensure_distribution
+from tests.support.apache_dist import java_produce_key_value
 from tests.support.official import official_client
 
 V1 = {
@@ -140,32 +139,11 @@ def test_topics_with_different_schemas_are_named(spark, read_pulsar, apache_puls
     assert both.count() == 2
 
 
-KV_VALUE = '{"type":"record","name":"V","fields":[{"name":"n","type":"int"}]}'
-
-
 @pytest.mark.parametrize("encoding", ["inline", "separated"])
 def test_key_value_topics_of_the_java_client(
     read_pulsar, apache_pulsar, topic_name, encoding: str
 ) -> None:
-    command = [
-        str(ensure_distribution() / "bin" / "pulsar-client"),
-        "--url",
-        apache_pulsar.service_url,
-        "produce",
-        topic_name,
-        "-ks",
-        "string",
-        "-vs",
-        f"avro:{KV_VALUE}",
-        "-kvet",
-        encoding,
-        "-kvk",
-        "the-key",
-        "-m",
-        '{"n": 5}',
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-    assert "1 messages successfully produced" in done.stdout + done.stderr, done.stderr[-2000:]
+    java_produce_key_value(apache_pulsar.service_url, topic_name, encoding)
     df = read_pulsar(apache_pulsar.service_url, topic=topic_name)
     assert df.schema["key"].dataType == T.StringType()
     assert df.schema["value"].dataType == T.StructType([T.StructField("n", T.IntegerType(), False)])

@@ -240,3 +240,24 @@ def render_config(template: str, settings: Mapping[str, str]) -> str:
         out += ["", "# --- set by tests/support/apache.py for this instance ---"]
         out += [f"{k}={settings[k]}" for k in extra]
     return "\n".join(out) + "\n"
+
+
+#: The value half of the KEY_VALUE messages :func:`java_produce_key_value` writes.
+KV_VALUE = '{"type":"record","name":"V","fields":[{"name":"n","type":"int"}]}'
+
+
+def java_produce_key_value(service_url: str, topic: str, encoding: str) -> None:
+    """One KEY_VALUE<STRING, AVRO> message (key ``the-key``, value ``{"n": 5}``) written by
+    the distribution's Java ``bin/pulsar-client``, encoded ``inline`` or ``separated``."""
+    command = [
+        str(ensure_distribution() / "bin" / "pulsar-client"),
+        "--url", service_url,
+        "produce", topic,
+        "-ks", "string",
+        "-vs", f"avro:{KV_VALUE}",
+        "-kvet", encoding,
+        "-kvk", "the-key",
+        "-m", '{"n": 5}',
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    assert "1 messages successfully produced" in done.stdout + done.stderr, done.stderr[-2000:]
