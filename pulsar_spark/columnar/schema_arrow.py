@@ -17,6 +17,8 @@ LOCAL_DATE (epoch day)                 date32
 LOCAL_TIME (nanosecond of day)         time64[ns]
 LOCAL_DATE_TIME (epoch day + ns)       timestamp[us] (no time zone)
 AVRO, JSON (data: an Avro schema)      the record's type, below
+PROTOBUF_NATIVE (a FileDescriptorSet)  the root message's struct (:mod:`.proto_schema`)
+PROTOBUF (Avro schema + field numbers) the same, from ``__PARSING_INFO__``
 KEY_VALUE                              struct<key: K, value: V>, each half mapped alone
 =====================================  ==========================================
 
@@ -38,8 +40,9 @@ local-timestamp-millis / ...           timestamp[ms / us / ns] (no time zone)
 uuid on fixed(16), duration            binary
 =====================================  ==========================================
 
-A union of two or more non-null types, a recursive record and PROTOBUF /
-PROTOBUF_NATIVE schemas raise :class:`UnmappableSchema` naming the field and topic.
+A union of two or more non-null types, a recursive record or message, and a
+PROTOBUF schema without field numbers raise :class:`UnmappableSchema` naming the
+field and topic.
 """
 
 from __future__ import annotations
@@ -118,6 +121,10 @@ def arrow_type(info: SchemaInfo, *, topic: str = "", enums: EnumMode = "string")
         return PRIMITIVE_TYPES[kind]
     if kind in (SchemaType.AVRO, SchemaType.JSON):
         return avro_arrow_type(parse_avro(info.data, topic=topic), topic=topic, enums=enums)
+    if kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
+        from .proto_decode import proto_plan
+
+        return proto_plan(info, topic=topic).type
     if kind is SchemaType.KEY_VALUE:
         halves = split_key_value(info)
         return pa.struct(

@@ -6,7 +6,10 @@ schema and gives them with the :class:`~.read_schema.ReadSchema`'s. The rows
 of a batch are grouped by their ``schemaVersion``; each version's schema is
 fetched once (the client caches it too) and its values decoded into the
 reader schema, resolved by Avro's rules (added fields take their defaults,
-removed ones are skipped, types promote). A message without a version is
+removed ones are skipped, types promote); protobuf values by protobuf's rule
+(by field number with the reader's descriptor: unknown fields skipped, missing
+ones default), a field number whose type changed beyond what the wire can
+carry being a version that does not resolve. A message without a version is
 read as written with the reader schema.
 
 A value that does not decode fails the task with
@@ -29,6 +32,7 @@ import pyarrow.compute as pc
 from ..columnar.avro_decode import avro_plan
 from ..columnar.json_decode import decode_json
 from ..columnar.primitive_decode import decode_primitive, decode_primitive_collect
+from ..columnar.proto_decode import proto_plan, proto_resolve
 from ..columnar.schema_errors import SchemaDecodeError, SchemaError, SchemaResolutionError
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo, SchemaType, split_key_value
 from .errors import SchemaChangedError
@@ -212,6 +216,16 @@ class ValueDecoder:
                 msg = f"{writer.describe()} values cannot be read as JSON"
                 raise _Mismatch(msg)
             return decode_json(self._type(reader), values, topic=self.topic, collect=collect)
+        if kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
+            if writer.type is not kind:
+                msg = f"{writer.describe()} values cannot be read as {kind.name}"
+                raise _Mismatch(msg)
+            proto = proto_plan(reader, topic=self.topic)
+            if writer is not reader and writer != reader:
+                proto_resolve(proto_plan(writer, topic=self.topic), proto)  # or raises
+            if collect:
+                return proto.decode_collect(values)
+            return proto.decode(values), None
         if kind.is_primitive:
             if writer.type is not kind and not writer.type.is_bytes:
                 msg = f"{writer.describe()} values cannot be read as {kind.name}"
