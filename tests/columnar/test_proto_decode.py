@@ -1,0 +1,153 @@
+"""PROTOBUF_NATIVE values decoded columnar (columnar/proto_decode) against google.protobuf's
+own parsing: random descriptors, random messages, evolution by field number, fuzz."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from google.protobuf.message import DecodeError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from proto_support import KINDS, build, expected, fill, normalized
+
+from pulsar_spark.columnar.proto_decode import proto_plan
+from pulsar_spark.columnar.proto_schema import parse_native
+from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+
+_SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> list[tuple[str, int, bool, str]]:
+    numbers = draw(
+        st.lists(st.integers(1, 3000).filter(lambda n: not 19000 <= n < 20000), min_size=1,
+                 max_size=8, unique=True)
+    )  # fmt: skip
+    out = []
+    for number in numbers:
+        kind = draw(st.sampled_from(KINDS))
+        repeated = kind.startswith("map") or draw(st.booleans())
+        oneof = "" if repeated else draw(st.sampled_from(["", "", "?", "o1", "o2"]))
+        out.append((kind, number, repeated, oneof))
+    return out
+
+
+def _check(cls: type, info: object, messages: list[object], payloads: list[bytes]) -> None:
+    plan = proto_plan(info)  # type: ignore[arg-type]
+    column = plan.decode(pa.array(payloads, pa.binary()))
+    root = parse_native(info.data)  # type: ignore[attr-defined]
+    got = [normalized(v, plan.type) for v in column.to_pylist()]
+    want = [expected(cls.FromString(p), root) for p in payloads]  # type: ignore[attr-defined]
+    assert got == want
+
+
+@_SLOW
+@given(spec=specs(), syntax=st.sampled_from(["proto3", "proto2"]), data=st.data())
+def test_random_messages_decode_as_protobuf_parses_them(
+    spec: list[tuple[str, int, bool, str]], syntax: str, data: st.DataObject
+) -> None:
+    packed = data.draw(st.sampled_from([None, True, False]))
+    cls, info = build(spec, syntax, packed)
+    messages = []
+    for _ in range(data.draw(st.integers(1, 5))):
+        msg = cls()
+        fill(data.draw, msg, spec, open_enums=syntax == "proto3")
+        messages.append(msg)
+    payloads = [m.SerializeToString() for m in messages]
+    # Several messages concatenated are one message (their merge), as protobuf reads it.
+    payloads.append(b"".join(payloads))
+    _check(cls, info, messages, payloads)
+
+
+@_SLOW
+@given(spec=specs(), data=st.data())
+def test_another_descriptor_reads_by_field_number(
+    spec: list[tuple[str, int, bool, str]], data: st.DataObject
+) -> None:
+    """Written with one descriptor, read with another sharing some field numbers (packed
+    and unpacked swapped, fields dropped and added): what protobuf reads with it."""
+    writer, _ = build(spec, "proto3", data.draw(st.sampled_from([True, False])))
+    kept = [f for f in spec if data.draw(st.booleans())]
+    added = [(k, n + 5000, r, "") for k, n, r, _ in spec if data.draw(st.booleans())]
+    # Some field numbers change type: a wire type that does not match is an unknown field.
+    retyped = [
+        (data.draw(st.sampled_from(KINDS)), n, r or k.startswith("map"), "")
+        for k, n, r, _ in spec
+        if (k, n, r, _) not in kept and data.draw(st.booleans())
+    ]
+    retyped = [(k, n, r or k.startswith("map"), o) for k, n, r, o in retyped]
+    reader, info = build(
+        kept + added + retyped, "proto3", data.draw(st.sampled_from([True, False]))
+    )
+    msg = writer()
+    fill(data.draw, msg, spec, open_enums=True)
+    payload = msg.SerializeToString()
+    try:
+        reader.FromString(payload)
+    except DecodeError:
+        with pytest.raises(SchemaDecodeError):
+            proto_plan(info).decode(pa.array([payload], pa.binary()))
+        return
+    _check(reader, info, [msg], [payload])
+
+
+def test_nulls_empty_values_and_the_row_order_stay() -> None:
+    cls, info = build([("int64", 1, False, ""), ("child", 2, False, "")])
+    plan = proto_plan(info)
+    one = cls(f1=7).SerializeToString()
+    column = plan.decode(pa.array([None, one, b"", None], pa.binary()))
+    assert column.to_pylist() == [None, {"f1": 7, "f2": None}, {"f1": 0, "f2": None}, None]
+
+
+def test_a_malformed_value_names_the_row_and_field() -> None:
+    cls, info = build([("string", 1, False, ""), ("int32", 2, True, "")])
+    plan = proto_plan(info, topic="persistent://t/n/x")
+    good = cls(f1="ok").SerializeToString()
+    with pytest.raises(SchemaDecodeError) as caught:
+        plan.decode(pa.array([good, b"\x0a\x05ab"], pa.binary()))
+    assert caught.value.row == 1
+    assert caught.value.field == "f1"
+    assert "persistent://t/n/x" in str(caught.value)
+    with pytest.raises(SchemaDecodeError, match="not valid UTF-8") as caught:
+        plan.decode(pa.array([good, b"\x0a\x02\xff\xfe"], pa.binary()))
+    assert caught.value.field == "f1"
+    with pytest.raises(SchemaDecodeError, match="packed varints") as caught:
+        plan.decode(pa.array([b"\x12\x02\x01\x80"], pa.binary()))
+    assert caught.value.field == "f2"
+
+
+def test_dead_letters_null_the_bad_rows_and_say_why() -> None:
+    cls, info = build([("string", 1, False, ""), ("child", 2, False, "")])
+    plan = proto_plan(info)
+    good = cls(f1="ok").SerializeToString()
+    column, errors = plan.decode_collect(
+        pa.array([good, b"\x12\x03\x08", b"\x0b", good], pa.binary())
+    )
+    assert column.to_pylist()[0] == {"f1": "ok", "f2": None}
+    assert column.to_pylist()[1:3] == [None, None]
+    assert column.to_pylist()[3] == column.to_pylist()[0]
+    texts = errors.to_pylist()
+    assert texts[0] is None and texts[3] is None
+    assert "field f2" in texts[1]
+    assert "group" in texts[2] or "invalid" in texts[2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(payload=st.binary(max_size=40), seed=st.sampled_from([0, 1]))
+def test_random_bytes_decode_or_raise_our_error(payload: bytes, seed: int) -> None:
+    spec = [
+        [("int32", 1, True, ""), ("child", 2, False, ""), ("string", 3, False, "")],
+        [("map_child", 1, True, ""), ("fixed64", 2, True, ""), ("enum", 4, False, "o")],
+    ][seed]
+    cls, info = _FUZZ.setdefault(seed, build(spec))
+    plan = proto_plan(info)
+    try:
+        column = plan.decode(pa.array([payload], pa.binary()))
+    except SchemaDecodeError:
+        return
+    # What we read, protobuf reads too, and alike.
+    msg = cls.FromString(payload)
+    assert normalized(column.to_pylist()[0], plan.type) == expected(msg, parse_native(info.data))
+
+
+_FUZZ: dict[int, tuple[type, object]] = {}
