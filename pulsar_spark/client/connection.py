@@ -135,7 +135,7 @@ class Connection:
             connected = handshake(
                 transport,
                 self._decoder,
-                self._send,
+                transport.send_blocking,
                 auth=self._auth,
                 proxy_to_broker_url=self._proxy_to,
                 deadline=deadline,
@@ -148,7 +148,7 @@ class Connection:
         self.protocol_version = connected.protocol_version
         self.max_message_size = connected.max_message_size
         self.capabilities = Capabilities.of(connected.server_version, connected.protocol_version)
-        transport.start_reading(min(self._keepalive, 1.0))
+        transport.start(min(self._keepalive, 1.0), self.operation_timeout, self._write_failed)
         self._reader = threading.Thread(
             target=self._read_loop, name=f"pulsar-reader-{self.address}", daemon=True
         )
@@ -159,7 +159,10 @@ class Connection:
         return self._closed.is_set()
 
     def close(self) -> None:
-        """Close the connection; pending requests fail with ConnectionClosed."""
+        """Close the connection once the frames already queued are written (5 s at
+        most); pending requests fail with ConnectionClosed."""
+        if self._transport is not None and not self._closed.is_set():
+            self._transport.drain(5.0)
         self._shutdown(ConnectionClosed(f"connection to {self.address} closed by the client"))
         reader = self._reader
         if reader is not None and reader is not threading.current_thread():
@@ -196,27 +199,28 @@ class Connection:
     # -- sending -------------------------------------------------------------------
 
     def send(self, data: bytes) -> None:
-        """Send encoded frames.
+        """Queue encoded frames for the writer thread (in order; it never waits for
+        the socket). A write that fails later closes the connection, and every
+        handler hears of it.
 
         Raises:
-            ConnectionClosed: the connection is closed or the write failed.
+            ConnectionClosed: the connection is closed.
         """
-        if self._closed.is_set():
-            raise self._closed_error()
         self._send(data)
 
     def send_command(self, command: pb.BaseCommand) -> None:
         """Send a command that has no answer (FLOW, ACK, ...)."""
-        self.send(encode_command(command))
+        self._send(encode_command(command))
 
-    def _send(self, data: bytes) -> None:
-        assert self._transport is not None
-        try:
-            self._transport.send(data, self.operation_timeout)
-        except OSError as exc:
-            error = ConnectionClosed(f"write to {self.address} failed: {exc}")
-            self._shutdown(error)
-            raise error from exc
+    def _send(self, data: bytes, *, urgent: bool = False) -> None:
+        transport = self._transport
+        if self._closed.is_set() or transport is None or not transport.enqueue(data, urgent=urgent):
+            raise self._closed_error()
+
+    def _write_failed(self, exc: OSError) -> None:
+        """From the writer thread: a write failed, or moved no byte for the
+        operation timeout."""
+        self._shutdown(ConnectionClosed(f"write to {self.address} failed: {exc}"))
 
     def request(
         self,
@@ -249,7 +253,7 @@ class Connection:
                 raise self._closed_error()
             self._waiters[key] = waiter
         try:
-            self.send(encode_command(command))
+            self._send(encode_command(command))
             wait = self.operation_timeout if timeout is None else timeout
             if not waiter.done.wait(wait):
                 msg = (
@@ -319,13 +323,13 @@ class Connection:
         if silent >= self._keepalive and self._pinged_at < self._last_received:
             self.pings_sent += 1
             self._pinged_at = time.monotonic()
-            self._send(encode_command(commands.ping()))
+            self._send(encode_command(commands.ping()), urgent=True)
 
     def _dispatch(self, frame: Frame) -> None:
         command = frame.command
         kind = command.type
         if kind == T.PING:
-            self._send(encode_command(commands.pong()))
+            self._send(encode_command(commands.pong()), urgent=True)
             self.pings_answered += 1
             return
         if kind == T.AUTH_CHALLENGE:

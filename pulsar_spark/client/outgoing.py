@@ -41,6 +41,10 @@ class PendingBatch:
     chunks: list[tuple[bytes, bytes]] | None = None
     #: chunks whose receipt came (receipts arrive in order).
     chunks_confirmed: int = 0
+    #: Monotonic time of sealing: the send timeout counts from it.
+    created: float = 0.0
+    #: Bytes held (metadata and payload), for the producer's byte window.
+    size: int = 0
 
     def frames(self, producer_id: int) -> list[bytes]:
         """The frames to (re)send, for the producer's current id (chunks not yet
@@ -106,6 +110,7 @@ def seal(
         payload = compress(codec, payload)
     metadata = meta.SerializeToString()
     batch = PendingBatch(first, last, count, batched, metadata, payload)
+    batch.created, batch.size = time.monotonic(), len(metadata) + len(payload)
     if len(metadata) + len(payload) > limit:
         if batched:  # send() keeps batches within the limit
             msg = f"producer {producer} on {topic}: a batch outgrew the message limit"
@@ -118,6 +123,8 @@ def seal(
             )
             raise ClientError(msg)
         batch.chunks = _chunks(meta, payload, limit, f"producer {producer} on {topic}")
+        batch.payload = b""  # the chunks hold it: keep it once
+        batch.size = sum(len(m) + len(p) for m, p in batch.chunks)
     return batch
 
 

@@ -3,7 +3,8 @@
 Messages are gathered into a batch (max messages, max bytes, max delay),
 sealed into one SEND frame (``sequence_id`` = first, ``highest_sequence_id``
 = last, ``num_messages``; :mod:`.outgoing`) and kept in a bounded pending
-window until the broker's SEND_RECEIPT for it arrives. :meth:`Producer.flush`
+window (bounded by messages and by bytes) until the broker's SEND_RECEIPT for it
+arrives; a batch unconfirmed after the send timeout fails the producer. :meth:`Producer.flush`
 returns once every receipt is in. A message whose (compressed) payload does
 not fit the broker's ``max_message_size`` is sent alone, in chunks. Receipts,
 errors and reconnects are handled by :class:`~.producer_session.ProducerSession`.
@@ -27,7 +28,11 @@ from .names import TopicName
 from .outgoing import seal
 from .producer_session import ProducerSession
 
-__all__ = ["Producer", "encoded_rows"]
+__all__ = ["DEFAULT_MAX_PENDING_BYTES", "Producer", "encoded_rows"]
+
+#: The byte window of a producer: 32 MiB (six 5 MB messages), as the Java client's
+#: 64 MiB ``memoryLimitBytes`` is for all producers of a client.
+DEFAULT_MAX_PENDING_BYTES = 32 * 1024 * 1024
 
 
 class Producer(ProducerSession):
@@ -41,7 +46,10 @@ class Producer(ProducerSession):
         batching: gather messages into batches.
         batch_max_messages, batch_max_bytes, batch_max_delay: when a batch is sealed.
         max_pending_messages: messages sent but not yet confirmed, at most.
-        send_timeout: seconds a batch may wait for its receipt, reconnects included.
+        max_pending_bytes: bytes of batches sent but not yet confirmed, at most (a
+            single batch larger than that still goes, alone).
+        send_timeout: seconds a message may wait for its receipt, reconnects
+            included; 0: no limit (recommended with broker deduplication).
         chunking: send messages larger than the broker's ``max_message_size`` in
             chunks (the default); when off, such a message fails the send.
         chunk_max_size: a smaller limit for metadata + payload of one chunk.
@@ -62,6 +70,7 @@ class Producer(ProducerSession):
         batch_max_bytes: int = 128 * 1024,
         batch_max_delay: float = 0.01,
         max_pending_messages: int = 10_000,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         send_timeout: float = 30.0,
         chunking: bool = True,
         chunk_max_size: int | None = None,
@@ -70,6 +79,15 @@ class Producer(ProducerSession):
         if chunk_max_size is not None and chunk_max_size < 1024:
             msg = f"chunk_max_size must be at least 1024 bytes, not {chunk_max_size}"
             raise ClientError(msg)
+        if not send_timeout >= 0:
+            msg = f"send_timeout must be 0 (no limit) or a positive number, not {send_timeout!r}"
+            raise InvalidArgument(msg)
+        if max_pending_bytes < 1 or max_pending_messages < 1:
+            msg = (
+                "max_pending_messages and max_pending_bytes must be at least 1, not "
+                f"{max_pending_messages} and {max_pending_bytes}"
+            )
+            raise InvalidArgument(msg)
         super().__init__(
             lookup,
             topic,
@@ -82,12 +100,13 @@ class Producer(ProducerSession):
         self._batching = batching
         self._max_messages = batch_max_messages if batching else 1
         self._max_bytes = batch_max_bytes
-        self._max_pending = max(max_pending_messages, self._max_messages)
+        #: At most so many messages and bytes sent and unconfirmed.
+        self._window = (max(max_pending_messages, self._max_messages), max_pending_bytes)
         self._chunking = chunking
         self._items: list[Item] = []
         self._bytes = 0
         self._opened_at = 0.0
-        self._create(first=True)
+        self._create_first()
         threading.Thread(
             target=self._timer_loop,
             args=(batch_max_delay,),
@@ -212,15 +231,20 @@ class Producer(ProducerSession):
 
     def _seal(self, batched: bool | None = None) -> None:
         """Turn the open batch into a SEND frame and send it (lock held)."""
-        items, self._items, self._bytes = self._items, [], 0
+        items, size, self._items, self._bytes = self._items, self._bytes, [], 0
         if not items:
             return
         batched = self._batching if batched is None else batched
         count = len(items)
-        while self._pending_messages + count > self._max_pending and self._error is None:
-            if not self._lock.wait(self._send_timeout):
-                msg = f"producer on {self.topic}: no receipts for {self._send_timeout:g} s"
-                self._error = OperationTimeout(msg)
+        size = size or len(items[0][3])  # a message sent alone is not counted in _bytes
+        most, most_bytes = self._window
+        while (
+            self._pending
+            and (self._pending_messages + count > most or self._pending_bytes + size > most_bytes)
+            and self._error is None
+        ):
+            self._lock.wait(1.0)  # receipts notify; the send timeout is checked here too
+            self._expire()
         self._raise_if_failed()
         batch = seal(
             items,
@@ -234,27 +258,30 @@ class Producer(ProducerSession):
         )
         self._pending[batch.first] = batch
         self._pending_messages += count
+        self._pending_bytes += batch.size
         self._transmit(batch)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Send the open batch and wait until every message is confirmed.
+        """Send the open batch and wait until every message is confirmed, or ``timeout``
+        seconds at most (None: as long as the send timeout lets the messages wait;
+        with no send timeout, until they are confirmed).
 
         Raises:
             PulsarError: a batch failed for good, or receipts did not come in time.
         """
-        wait = self._send_timeout if timeout is None else timeout
-        deadline = time.monotonic() + wait
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             self._seal()
             while self._pending and self._error is None:
-                left = deadline - time.monotonic()
+                left = 1.0 if deadline is None else deadline - time.monotonic()
                 if left <= 0:
                     msg = (
                         f"producer {self.name} on {self.topic}: {self._pending_messages} "
-                        f"messages unconfirmed after {wait:g} s"
+                        f"messages unconfirmed after {timeout:g} s"
                     )
                     raise OperationTimeout(msg)
-                self._lock.wait(left)
+                self._lock.wait(min(left, 1.0))
+                self._expire()
             self._raise_if_failed()
 
     def close(self) -> None:
@@ -279,6 +306,8 @@ class Producer(ProducerSession):
             with self._lock:
                 if self._closed:
                     return
+                if self._pending:
+                    self._expire()
                 if self._items and time.monotonic() - self._opened_at >= max_delay:
                     try:
                         self._seal()

@@ -12,8 +12,25 @@ confirmed.
 
 SEND_ERROR is fatal for a checksum error, a terminated topic and a refused
 message (``NotAllowedError``): the producer fails with the broker's message.
-Any other SEND_ERROR drops the connection and resends, as the reference
-clients do.
+Any other SEND_ERROR re-creates this producer alone (CLOSE_PRODUCER, then
+PRODUCER with epoch + 1 on the same pooled connection) and resends what is
+pending: the readers and other producers sharing the connection carry on
+(the Java client closes the whole connection instead).
+
+Receipts come in order. A receipt for a later batch while an older one is
+still pending means the older receipt was lost on a live connection: the
+producer is re-created the same way and the unconfirmed batches are sent
+again with their sequence ids (as the Java client resends after such a
+gap): with deduplication the broker drops what it has; without, the
+message may be stored twice, and a warning names the topic, producer and
+sequence ids. A batch still unconfirmed ``send_timeout`` seconds after it
+was sealed fails the producer with an error naming the topic and the
+sequence ids (0: no send timeout, as the Java client's ``sendTimeout(0)``).
+
+The first creation is retried within the operation timeout when the failure
+is retriable (:func:`.retry.classify`): ServiceNotReady during an unload, a
+refused or lost connection during a restart, ProducerBusy while the broker
+still holds the name for a connection it has not yet found dead.
 """
 
 from __future__ import annotations
@@ -30,11 +47,11 @@ from ..protocol.errors import PulsarError, ServerError, server_error
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE, Frame
 from ..protocol.schema_info import SchemaInfo, version_from_bytes
 from .connection import Connection, Key, Kind
-from .errors import ClientError, ConnectionClosed
+from .errors import ClientError, ConnectionClosed, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
 from .outgoing import PendingBatch
-from .retry import Backoff, may_retry
+from .retry import Action, Backoff, classify, may_retry
 from .schemas import with_schema_context
 
 __all__ = ["ProducerSession"]
@@ -53,7 +70,8 @@ class ProducerSession:
         lookup: discovery and connections.
         topic: the topic.
         producer_name: a fixed name (for deduplication); the broker's otherwise.
-        send_timeout: seconds a batch may wait for its receipt, reconnects included.
+        send_timeout: seconds a batch may wait for its receipt, reconnects included
+            (0: no limit).
         chunk_max_size: a smaller limit for metadata + payload of one message.
         schema: the schema the broker registers (or checks) for the topic; its
             version goes into every message, as the Java client does.
@@ -85,6 +103,7 @@ class ProducerSession:
         self._lock = threading.Condition()
         self._pending: OrderedDict[int, PendingBatch] = OrderedDict()
         self._pending_messages = 0
+        self._pending_bytes = 0
         self._error: PulsarError | None = None
         self._conn: Connection | None = None
         self._key = Key(Kind.PRODUCER, -1)
@@ -93,8 +112,8 @@ class ProducerSession:
         #: was created (-1: none, or no deduplication).
         self.last_sequence_id = -1
         self._closed = False
-        self._reconnecting = False
-        self._reconnect_again: str | None = None
+        #: 0: attached; 1: re-creating; more: closed again while re-creating.
+        self._reconnecting = 0
 
     @property
     def schema_version(self) -> int | None:
@@ -103,6 +122,30 @@ class ProducerSession:
         return version_from_bytes(self._schema_version_bytes)
 
     # -- creation ------------------------------------------------------------------
+
+    def _create_first(self) -> None:
+        """The first creation, retried while :func:`.retry.classify` allows, within
+        the operation timeout."""
+        timeout = self.lookup.config.operation_timeout
+        deadline = time.monotonic() + timeout
+        backoff = Backoff()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                self._create(first=True)
+            except PulsarError as exc:
+                delay = backoff.next()
+                if classify(exc) is Action.FATAL or time.monotonic() + delay > deadline:
+                    if attempts > 1:
+                        exc.add_note(
+                            f"(creating the producer: {attempts} attempts in {timeout:g} s)"
+                        )
+                    raise
+                log.info("creating a producer on %s: %s; again in %.1f s", self.topic, exc, delay)
+                time.sleep(delay)
+            else:
+                return
 
     def _create(self, *, first: bool) -> None:
         conn = self.lookup.connection_for(self.topic)
@@ -122,6 +165,13 @@ class ProducerSession:
         except ServerError as exc:
             conn.remove_handler(key)
             raise with_schema_context(exc, "producer on", self.topic, self.schema) from exc
+        except OperationTimeout:
+            # The broker may have created it after all: close it, or its name stays
+            # busy on this live connection (as the Java client does).
+            conn.remove_handler(key)
+            with contextlib.suppress(PulsarError):
+                conn.send_command(commands.close_producer(conn.new_id(Kind.REQUEST), key.ident))
+            raise
         except BaseException:
             conn.remove_handler(key)
             raise
@@ -165,6 +215,28 @@ class ProducerSession:
             except PulsarError as exc:
                 log.debug("closing producer %s: %s", self.name, exc)
 
+    def _expire(self) -> None:
+        """Fail the producer when its oldest batch waited longer than the send
+        timeout (lock held)."""
+        timeout = self._send_timeout
+        if not self._pending or timeout <= 0 or self._error is not None:
+            return
+        oldest = next(iter(self._pending.values()))
+        waited = time.monotonic() - oldest.created
+        if waited < timeout:
+            return
+        batches = list(self._pending.values())
+        msg = (
+            f"producer {self.name} on {self.topic}: messages with sequence ids "
+            f"{batches[0].first} to {batches[-1].last} ({self._pending_messages} messages) "
+            f"not confirmed within the send timeout of {timeout:g} s (the oldest waited "
+            f"{waited:.1f} s); they may or may not be stored"
+        )
+        self._error = OperationTimeout(msg)
+        self._pending.clear()
+        self._pending_messages = self._pending_bytes = 0
+        self._lock.notify_all()
+
     def _raise_if_failed(self) -> None:
         if self._error is not None:
             raise self._error
@@ -177,23 +249,7 @@ class ProducerSession:
     def frame_received(self, frame: Frame) -> None:
         command = frame.command
         if command.type == T.SEND_RECEIPT:
-            receipt = command.send_receipt
-            with self._lock:
-                batch = self._pending.pop(receipt.sequence_id, None)
-                if batch is None:  # some brokers echo the highest id
-                    for first, pending in self._pending.items():
-                        if pending.last == receipt.sequence_id:
-                            batch = self._pending.pop(first)
-                            break
-                if batch is not None and batch.chunks is not None:
-                    batch.chunks_confirmed += 1
-                    if batch.chunks_confirmed < len(batch.chunks):
-                        self._pending[batch.first] = batch
-                        self._pending.move_to_end(batch.first, last=False)
-                        return
-                if batch is not None:
-                    self._pending_messages -= batch.count
-                    self._lock.notify_all()
+            self._receipt(command.send_receipt.sequence_id)
         elif command.type == T.SEND_ERROR:
             error = command.send_error
             if error.error in _FATAL_SEND_ERRORS:
@@ -206,65 +262,119 @@ class ProducerSession:
                     )
                     self._lock.notify_all()
             else:
-                # As the reference clients do: drop the connection, so that every
-                # pending batch is sent again on a fresh one.
-                self._schedule_reconnect(f"SEND_ERROR {error.message}", close_connection=True)
+                # This producer alone is re-created; the connection stays.
+                self._schedule_reconnect(f"SEND_ERROR {error.message}", recreate=True)
         elif command.type in (T.CLOSE_PRODUCER, T.TOPIC_MIGRATED):
             self._schedule_reconnect(frame.type_name)
+
+    def _receipt(self, sequence_id: int) -> None:
+        with self._lock:
+            pending = self._pending
+            batch = pending.pop(sequence_id, None)
+            if batch is None:  # some brokers echo the highest id
+                for first, waiting in pending.items():
+                    if waiting.last == sequence_id:
+                        batch = pending.pop(first)
+                        break
+                else:
+                    return  # a duplicate receipt, or one for a batch that timed out
+            if pending and next(iter(pending)) < batch.first and not self._reconnecting:
+                self._receipts_lost(batch.first)
+            if batch.chunks is not None:
+                batch.chunks_confirmed += 1
+                if batch.chunks_confirmed < len(batch.chunks):
+                    pending[batch.first] = batch
+                    pending.move_to_end(batch.first, last=False)
+                    return
+            self._pending_messages -= batch.count
+            self._pending_bytes -= batch.size
+            self._lock.notify_all()
+
+    def _receipts_lost(self, confirmed: int) -> None:
+        """A receipt for ``confirmed`` came while older batches wait: theirs were lost
+        (lock held). Re-create the producer and resend them."""
+        lost = [(b.first, b.last) for b in self._pending.values() if b.first < confirmed]
+        ids = ", ".join(f"{a}" if a == z else f"{a}-{z}" for a, z in lost)
+        log.warning(
+            "producer %s on %s: no receipt for sequence ids %s although %d was confirmed: "
+            "re-creating the producer and sending them again (the broker drops them if it "
+            "deduplicates; otherwise they may be stored twice)",
+            self.name,
+            self.topic,
+            ids,
+            confirmed,
+        )
+        self._schedule_reconnect(f"receipts lost for {ids}", recreate=True)
 
     def connection_closed(self, error: PulsarError) -> None:
         self._schedule_reconnect(str(error))
 
-    def _schedule_reconnect(self, reason: str, *, close_connection: bool = False) -> None:
-        with self._lock:
-            if self._closed:
+    def _schedule_reconnect(self, reason: str, *, recreate: bool = False) -> None:
+        """Re-attach in a thread of its own: after a lost connection, or (``recreate``)
+        this producer alone on its live connection."""
+        with self._lock:  # re-entrant: receipts call this with it held
+            if self._closed or self._error is not None:
                 return
-            if self._reconnecting:
+            self._reconnecting += 1
+            if self._reconnecting > 1:
                 # Closed again while re-creating (a topic unloaded twice): the
                 # reconnect under way must start over, or the broker would ignore
                 # the SENDs of a producer it no longer has.
-                self._reconnect_again = reason
                 return
-            self._reconnecting = True
-        threading.Thread(
-            target=self._reconnect, args=(reason, close_connection), daemon=True
-        ).start()
+        threading.Thread(target=self._reconnect, args=(reason, recreate), daemon=True).start()
 
-    def _reconnect(self, reason: str, close_connection: bool) -> None:
-        conn = self._conn
-        if conn is not None:
-            conn.remove_handler(self._key)
-            if close_connection and not conn.closed:
-                conn.close()
+    def _detach(self, recreate: bool) -> None:
+        """Stop hearing from the current attachment; with ``recreate``, close the
+        producer on its (live) connection first: receipts of what it sent before come
+        ahead of the close's answer and still count."""
+        conn, key = self._conn, self._key
+        if conn is None:
+            return
+        if recreate and not conn.closed:
+            close = commands.close_producer(conn.new_id(Kind.REQUEST), key.ident)
+            try:
+                conn.request(close)
+            except PulsarError as exc:
+                log.info(
+                    "closing producer %s on %s to re-create it: %s", self.name, self.topic, exc
+                )
+        conn.remove_handler(key)
+
+    def _reconnect(self, reason: str, recreate: bool) -> None:
+        self._detach(recreate)
         backoff = Backoff()
-        deadline = time.monotonic() + self._send_timeout
+        timeout = self._send_timeout
+        deadline = time.monotonic() + timeout if timeout > 0 else float("inf")
         while True:
             log.info("producer %s on %s reconnecting (%s)", self.name, self.topic, reason)
-            time.sleep(backoff.next())
+            if not recreate:
+                time.sleep(backoff.next())
+            recreate = False
+            with self._lock:
+                if self._closed or self._error is not None:
+                    self._reconnecting = 0
+                    return
+                self._reconnecting = 1
             try:
                 self._epoch += 1
-                with self._lock:
-                    self._reconnect_again = None
                 self._create(first=False)
-                with self._lock:
-                    again, self._reconnect_again = self._reconnect_again, None
-                if again is None:
-                    break
-                reason = f"closed again while re-creating: {again}"
-                if self._conn is not None:
-                    self._conn.remove_handler(self._key)
-                continue
             except PulsarError as exc:
                 # The broker may still hold the producer of the lost connection for a
                 # moment: its name is busy until then.
                 if not may_retry(exc) or time.monotonic() > deadline:
                     with self._lock:
-                        self._error = exc
-                        self._reconnecting = False
+                        if self._error is None:
+                            self._error = exc
+                        self._reconnecting = 0
                         self._lock.notify_all()
                     return
                 reason = str(exc)
-        with self._lock:
-            self._reconnecting = False
-            for batch in self._pending.values():
-                self._transmit(batch)
+                continue
+            with self._lock:
+                if self._reconnecting == 1:
+                    self._reconnecting = 0
+                    for batch in self._pending.values():
+                        self._transmit(batch)
+                    return
+            reason = "closed again while re-creating"
+            self._detach(False)

@@ -1,13 +1,21 @@
-"""The byte pipe under a connection: a TCP or TLS socket, written by many threads and
-read by one.
+"""The byte pipe under a connection: a TCP or TLS socket, read by one thread and written
+by another, with an outbox in between.
 
-Until :meth:`Transport.start_reading` the socket is blocking (the handshake
-reads it with deadlines). After it, plain TCP reads wait at most a tick, and
-a TLS socket turns non-blocking: one SSL object must never be used by two
-threads at once (OpenSSL's rule): a write racing the reader thread's read
-made that read report EOF, and the connection was dropped for nothing (seen
-after AUTH_CHALLENGE answers). So TLS reads and writes both go through one
-lock, and the waits for readiness happen outside it.
+Until :meth:`Transport.start` the socket is blocking (the handshake writes and
+reads it with deadlines). After it, one reader thread (the connection's) reads
+and one writer thread (ours) writes whole frames from the outbox, in order:
+callers only queue (:meth:`Transport.enqueue`), so no caller, and above all
+not the reader thread answering a PING or dispatching a receipt, ever waits
+for a slow socket. A write fails only when no byte moves for the stall
+timeout: a 5 MB frame over a slow link takes as long as it takes.
+
+Plain TCP reads wait at most a tick. A TLS socket turns non-blocking: one SSL
+object must never be used by two threads at once (OpenSSL's rule): a write
+racing the reader thread's read made that read report EOF, and the connection
+was dropped for nothing (seen after AUTH_CHALLENGE answers). So each TLS read
+and each TLS write call goes through one lock, and the waits for readiness
+happen outside it: a long write never keeps the reader out for longer than
+one record.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ import socket
 import ssl
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 
 from .auth import Authentication
 from .config import TlsOptions
@@ -26,6 +36,7 @@ from .errors import ConnectError
 __all__ = ["Transport"]
 
 _RECV_SIZE = 256 * 1024
+_TLS_HINT = "; is it a plain pulsar:// port? (pulsar+ssl:// was asked for)"
 
 
 class Transport:
@@ -35,9 +46,16 @@ class Transport:
         self.sock = sock
         self.address = address
         self._tls = tls
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one SSL call at a time
         self._tick = 1.0
+        self._stall = 30.0
         self._reading = False
+        self._outbox: deque[bytes] = deque()
+        self._out = threading.Condition()
+        self._writing = False
+        self._closed = False
+        #: Bytes written since :meth:`start` (frames, whole or in part).
+        self.bytes_written = 0
 
     @classmethod
     def open(
@@ -46,7 +64,7 @@ class Transport:
         """Connect (and wrap in TLS) within ``timeout`` seconds.
 
         Raises:
-            ConnectError: unreachable, or the TLS handshake failed.
+            ConnectError: unreachable, or the TLS handshake failed or took too long.
         """
         address = f"{host}:{port}"
         try:
@@ -58,14 +76,24 @@ class Transport:
         if tls is not None:
             try:
                 sock = tls.context(auth).wrap_socket(sock, server_hostname=host)
-            except ssl.SSLError as exc:
+            except ssl.SSLCertVerificationError as exc:
                 sock.close()
                 msg = f"TLS handshake with {address} failed: {exc}"
+                raise ConnectError(msg) from exc
+            except TimeoutError as exc:
+                sock.close()
+                msg = f"TLS handshake with {address}: no answer within {timeout:g} s{_TLS_HINT}"
+                raise ConnectError(msg) from exc
+            except OSError as exc:  # ssl.SSLError included; a reset or EOF too
+                sock.close()
+                msg = f"TLS handshake with {address} failed: {exc}{_TLS_HINT}"
                 raise ConnectError(msg) from exc
             except BaseException:
                 sock.close()
                 raise
         return cls(sock, address, tls=tls is not None)
+
+    # -- the handshake (blocking, the caller's thread) ---------------------------------
 
     def recv_blocking(self, timeout: float) -> bytes | None:
         """Bytes within ``timeout`` seconds (the handshake), None when none came;
@@ -80,41 +108,111 @@ class Transport:
         except TimeoutError:
             return None
 
-    def start_reading(self, tick: float) -> None:
-        """Switch to the reader thread's mode: :meth:`recv` waits at most ``tick`` s."""
-        self._tick = tick
+    def send_blocking(self, data: bytes) -> None:
+        """All of ``data`` before :meth:`start` (the socket's timeout applies).
+
+        Raises:
+            OSError: the write failed or timed out.
+        """
+        self.sock.sendall(data)
+
+    # -- after the handshake -----------------------------------------------------------
+
+    def start(self, tick: float, stall: float, on_error: Callable[[OSError], None]) -> None:
+        """Switch to threaded mode: :meth:`recv` waits at most ``tick`` s, and a writer
+        thread sends what :meth:`enqueue` queues; a write that moves no byte for
+        ``stall`` seconds, or fails, is given to ``on_error`` (once) and the writer
+        stops."""
+        self._tick, self._stall = tick, stall
         if self._tls:
             self.sock.setblocking(False)
         else:
             self.sock.settimeout(tick)
         self._reading = True
+        threading.Thread(
+            target=self._write_loop,
+            args=(on_error,),
+            name=f"pulsar-writer-{self.address}",
+            daemon=True,
+        ).start()
 
-    def send(self, data: bytes, timeout: float) -> None:
-        """All of ``data``; a TLS write gives up after ``timeout`` seconds.
-
-        Raises:
-            OSError: the write failed or timed out.
-        """
-        with self._lock:
-            if not self._tls or not self._reading:
-                self.sock.sendall(data)  # plain TCP, or TLS before the reader started
+    def enqueue(self, data: bytes, *, urgent: bool = False) -> bool:
+        """Queue ``data`` (whole frames) for the writer; ``urgent`` ones (PING, PONG)
+        go before queued frames, never inside one. False when closed."""
+        with self._out:
+            if self._closed:
+                return False
+            if urgent:
+                self._outbox.appendleft(data)
             else:
-                self._tls_sendall(data, timeout)
+                self._outbox.append(data)
+            self._out.notify()
+        return True
 
-    def _tls_sendall(self, data: bytes, timeout: float) -> None:
-        """All of ``data`` on the non-blocking TLS socket (lock held)."""
+    def drain(self, timeout: float) -> bool:
+        """Wait until everything queued is written (at most ``timeout`` s)."""
+        with self._out:
+            return self._out.wait_for(
+                lambda: self._closed or not (self._outbox or self._writing), timeout
+            )
+
+    def _write_loop(self, on_error: Callable[[OSError], None]) -> None:
+        out = self._out
+        while True:
+            with out:
+                self._writing = False
+                out.notify_all()
+                while not self._outbox and not self._closed:
+                    out.wait()
+                if self._closed:
+                    return
+                data = self._outbox.popleft()
+                self._writing = True
+            try:
+                self._write(data)
+            except (OSError, ValueError) as exc:  # ValueError: a TLS socket closed meanwhile
+                if not isinstance(exc, OSError):
+                    exc = OSError(str(exc))
+                with out:
+                    closed = self._closed
+                if not closed:
+                    on_error(exc)
+                return
+
+    def _write(self, data: bytes) -> None:
+        """All of ``data``; raises TimeoutError once no byte moved for the stall timeout."""
         sock = self.sock
         view = memoryview(data)
-        deadline = time.monotonic() + timeout
+        moved = time.monotonic()
         while view:
             try:
-                view = view[sock.send(view) :]
-            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):  # noqa: PERF203 - retry loop
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    msg = f"could not write to {self.address} for {timeout:g} s"
-                    raise TimeoutError(msg) from None
-                _wait_ready(sock, write=True, timeout=min(left, 1.0))
+                if self._tls:
+                    with self._lock:
+                        sent = sock.send(view)
+                else:
+                    sent = sock.send(view)  # waits at most a tick for room
+            except (TimeoutError, BlockingIOError, ssl.SSLWantWriteError):
+                self._stalled(moved)
+                if self._tls:
+                    _wait_ready(sock, write=True, timeout=self._tick)
+                continue
+            except ssl.SSLWantReadError:  # the reader thread will read what it needs
+                self._stalled(moved)
+                time.sleep(0.005)
+                continue
+            if sent:
+                view = view[sent:]
+                self.bytes_written += sent
+                moved = time.monotonic()
+
+    def _stalled(self, moved: float) -> None:
+        if self._closed:
+            msg = "the transport was closed"
+            raise OSError(msg)
+        idle = time.monotonic() - moved
+        if idle >= self._stall:
+            msg = f"no byte could be written to {self.address} for {idle:.0f} s"
+            raise TimeoutError(msg)
 
     def recv(self) -> bytes | None:
         """The next bytes from the peer (``b""``: it closed); None when none came
@@ -142,6 +240,11 @@ class Transport:
                 return None  # a partial record, or one without application data
 
     def close(self) -> None:
+        """Close the socket; queued frames are dropped (:meth:`drain` first to keep them)."""
+        with self._out:
+            self._closed = True
+            self._outbox.clear()
+            self._out.notify_all()
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()

@@ -281,7 +281,7 @@ def test_a_fatal_send_error_fails_the_producer_with_the_brokers_message(
             producer.close()
 
 
-def test_a_transient_send_error_resends_on_a_new_connection(
+def test_a_transient_send_error_re_creates_the_producer_and_resends(
     broker, fault_proxy, topic_name
 ) -> None:
     from pulsar_spark.protocol import pb
@@ -294,7 +294,7 @@ def test_a_transient_send_error_resends_on_a_new_connection(
     ):
         for i in range(100):
             producer.send(b"%d" % i)
-    assert proxy.stats()["connections_accepted"] >= 2
+    assert proxy.stats()["connections_accepted"] == 1  # the connection stays (issue 14)
     with PulsarClient(broker.service_url) as client:
         values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
     assert list(dict.fromkeys(values)) == [b"%d" % i for i in range(100)]

@@ -2,16 +2,16 @@
 
 :class:`FaultProxy` forwards a client's connections to one broker and breaks them on
 purpose: it closes a connection after every K frames from the broker, on demand, stops
-accepting, rewrites or swallows frames. The ``fault_proxy`` fixture
+accepting, rewrites or swallows frames, and slows a link down (:mod:`.throttle`: a byte
+rate and an added delay, per direction). The ``fault_proxy`` fixture
 (:mod:`tests.support.plugin`) makes them.
 
 Lookups and the proxy: a Pulsar client resolves a topic with LOOKUP, and pulsar-lite
 answers with its own address (``pulsar://127.0.0.1:<broker port>``), so a client that
 follows lookups would connect to the broker directly and bypass a proxy. pulsar-lite 0.2.0
-has no advertised-address setting (no such flag or config key; ``--addr`` is both the bind
-address and the advertised one), so :class:`FaultProxy` rewrites
-``CommandLookupTopicResponse.brokerServiceUrl`` in every LOOKUP_RESPONSE it forwards to
-its own ``service_url`` (``lookups_rewritten`` counts them).
+has no advertised-address setting (``--addr`` is both bind and advertised address), so
+:class:`FaultProxy` rewrites ``CommandLookupTopicResponse.brokerServiceUrl`` in every
+LOOKUP_RESPONSE it forwards to its own ``service_url`` (``lookups_rewritten`` counts them).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pulsar_spark.protocol import Frame, FrameDecoder, encode_command, pb
 
 from .lite import PulsarLite
 from .net import free_port, parse_url
+from .throttle import SMALL_BUFFER, Throttle
 
 __all__ = ["FaultProxy", "FrameHook"]
 
@@ -61,7 +62,9 @@ class FaultProxy:
     - rewrite ``brokerServiceUrl`` of LOOKUP_RESPONSE to its own :attr:`service_url`
       (``rewrite_lookups``), so clients that follow lookups stay behind the proxy;
     - pass each frame through ``frame_hook(frame, raw) -> bytes`` (return ``raw`` to
-      forward it, ``b""`` to swallow it, or other bytes to replace it).
+      forward it, ``b""`` to swallow it, or other bytes to replace it);
+    - pace each direction with a :class:`~.throttle.Throttle` (``to_broker``,
+      ``to_client``: a byte rate and an added delay; set them before connections open).
 
     :meth:`drop_all` closes every open connection now; :meth:`pause` stops accepting
     (``refuse=True``: the listening socket is closed, connects are refused;
@@ -84,6 +87,8 @@ class FaultProxy:
         frame_hook: FrameHook | None = None,
         port: int | None = None,
         max_frame_size: int = 256 * 1024 * 1024,
+        to_broker: Throttle | None = None,
+        to_client: Throttle | None = None,
     ) -> None:
         url = target.service_url if isinstance(target, PulsarLite) else target
         self.target_url = url
@@ -97,6 +102,7 @@ class FaultProxy:
         self.reset = reset
         self.frame_hook = frame_hook
         self.max_frame_size = max_frame_size
+        self.to_broker, self.to_client = to_broker or Throttle(), to_client or Throttle()
         self._port = port or free_port()
         self._lock = threading.Lock()
         self._links: dict[int, _Link] = {}
@@ -133,19 +139,11 @@ class FaultProxy:
             return len(self._links)
 
     def stats(self) -> dict[str, Any]:
-        return {
-            "service_url": self.service_url,
-            "target_url": self.target_url,
-            "connections_accepted": self.connections_accepted,
-            "active_connections": self.active_connections,
-            "drops": self.drops,
-            "frames_from_broker": self.frames_from_broker,
-            "lookups_rewritten": self.lookups_rewritten,
-            "bytes_to_broker": self.bytes_to_broker,
-            "bytes_to_client": self.bytes_to_client,
-            "upstream_failures": self.upstream_failures,
-            "errors": list(self.errors),
-        }
+        names = ("connections_accepted", "active_connections", "drops", "frames_from_broker")
+        more = ("lookups_rewritten", "bytes_to_broker", "bytes_to_client", "upstream_failures")
+        stats = {"service_url": self.service_url, "target_url": self.target_url}
+        stats |= {name: getattr(self, name) for name in (*names, *more)}
+        return stats | {"errors": list(self.errors), "throttles": (self.to_broker, self.to_client)}
 
     def __repr__(self) -> str:
         return f"<FaultProxy {self.service_url} -> {self.target_url} drops={self.drops}>"
@@ -283,6 +281,9 @@ class FaultProxy:
         upstream.settimeout(None)
         for s in (client, upstream):
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for s, throttle in ((client, self.to_broker), (upstream, self.to_client)):
+            if throttle.active:  # feel the slow link soon: no megabytes of kernel buffer
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SMALL_BUFFER)
         link = _Link(ident, client, upstream)
         with self._lock:
             self._links[ident] = link
@@ -325,7 +326,7 @@ class FaultProxy:
                 data = link.client.recv(65536)
                 if not data:
                     break
-                link.upstream.sendall(data)
+                self.to_broker.sendall(link.upstream, data, time.monotonic())
                 with self._lock:
                     self.bytes_to_broker += len(data)
         except OSError:
@@ -351,10 +352,11 @@ class FaultProxy:
         try:
             while True:
                 data = link.upstream.recv(65536)
+                received_at = time.monotonic()
                 if not data:
                     break
                 if decoder is None:  # pass-through after a decode error
-                    link.client.sendall(data)
+                    self.to_client.sendall(link.client, data, received_at)
                     with self._lock:
                         self.bytes_to_client += len(data)
                     continue
@@ -386,7 +388,7 @@ class FaultProxy:
                     out += pending
                     pending.clear()
                 if out:
-                    link.client.sendall(out)
+                    self.to_client.sendall(link.client, out, received_at)
                     with self._lock:
                         self.bytes_to_client += len(out)
                 if drop:
