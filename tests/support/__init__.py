@@ -8,8 +8,10 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``net``          free loopback ports, the Pulsar CONNECT handshake, polling
 ``lite``         :class:`PulsarLite`, a pulsar-lite process
 ``fault_proxy``  :class:`FaultProxy`, a frame-aware fault-injecting proxy
+``throttle``     :class:`Throttle`, a byte rate and an added delay for the fault proxy
 ``official``     produce and read with the official ``pulsar`` client
 ``apache_dist``  the Apache Pulsar distribution: download, cache, Java, JVM flags, config
+``java_client``  the Java client as a test peer: typed produce/consume (SchemaTool.java)
 ``apache_tls``   tokens and certificates of the secure Apache broker
 ``apache``       :class:`ApachePulsar` (plain, secure, dedup) and :class:`BrokerHandle`
 ``admin``        :class:`PulsarAdmin`, the Apache Pulsar admin REST API
