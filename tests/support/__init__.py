@@ -15,6 +15,7 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``apache_tls``   tokens and certificates of the secure Apache broker
 ``apache``       :class:`ApachePulsar` (plain, secure, dedup) and :class:`BrokerHandle`
 ``admin``        :class:`PulsarAdmin`, the Apache Pulsar admin REST API
+``proto``        protobuf messages compiled at test time (grpc_tools.protoc) for PROTOBUF_NATIVE
 ``spark``        the local Spark session of the tests and a local Spark Connect session
 ``plugin``       the fixtures, one broker factory, one failed-test report hook
 """
