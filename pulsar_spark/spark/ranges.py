@@ -13,8 +13,13 @@ ranges that share a boundary never overlap.
 Planning (:func:`plan_ranges`) lists the topics and their partitions and
 applies ``startingOffsets``/``endingOffsets``/``startingTime``/``endingTime``.
 It needs the broker only for the partition counts (and the namespace listing
-of ``topicsPattern``): ``latest`` and times are resolved by each task when it
-starts reading.
+of ``topicsPattern``). A batch read then fixes its ends on the driver
+(:func:`fix_ends`): ``latest`` becomes the last message's id and an end time
+the id of the first message published at or after it, so a retried task or a
+recomputed DataFrame reads exactly the same messages; a partition with nothing
+to read ends at ``earliest`` (its task reads nothing, whatever comes later; the
+read keeps one task per partition). Start times stay times (a seek gives the same messages
+whenever it runs).
 
 Splitting a range for ``minPartitions`` is :mod:`.splits`'s.
 :func:`read_positions` is the one place a position reaches the client.
@@ -25,12 +30,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
 from ..client import PulsarClient
 from ..client.errors import ClientError, OperationTimeout
+from ..client.read_end import beyond
 from ..protocol.message_id import MessageId
 from ..protocol.position import InvalidPosition, Position
 from ..protocol.topics import PARTITION_SUFFIX, base_topic
@@ -40,6 +47,7 @@ from .options import OffsetSpec, PulsarOptions, pattern_parts
 __all__ = [
     "DataLossError",
     "PartitionRange",
+    "fix_ends",
     "plan_ranges",
     "read_positions",
     "read_range",
@@ -192,6 +200,39 @@ def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionR
     return ranges
 
 
+#: Partitions whose end is asked for at once when a batch read fixes its ends.
+END_PROBES_IN_FLIGHT = 8
+
+
+def fix_ends(client: PulsarClient, ranges: list[PartitionRange]) -> list[PartitionRange]:
+    """``ranges`` with every ``latest`` or time end made a message id (and ids past
+    the last message that message's), now (on the driver), so that every run of a
+    task reads the same messages; a range with nothing to read (an empty
+    partition) ends at ``earliest``: nothing. The
+    partitions are asked in parallel (one GetLastMessageId, or a seek for an end
+    time, each)."""
+    if not ranges:
+        return []
+    workers = min(END_PROBES_IN_FLIGHT, len(ranges))
+    with ThreadPoolExecutor(workers, thread_name_prefix="pulsar-end") as pool:
+        return list(pool.map(lambda part: _fixed_end(client, part), ranges))
+
+
+def _fixed_end(client: PulsarClient, part: PartitionRange) -> PartitionRange:
+    end = part.end
+    if end.kind == "time":
+        assert end.time_ms is not None
+        found = client.message_id_at_time(part.topic, end.time_ms)
+        if found is not None:  # stop before it, as the time end says
+            return replace(part, end=Position.at(found), end_inclusive=None)
+    last = client.get_last_message_id(part.topic)
+    if last is None:
+        return replace(part, end=_EARLIEST, end_inclusive=None)
+    if end.message_id is not None and not beyond(end.message_id, last):
+        return part  # an id the topic has reached: fixed already
+    return replace(part, end=Position.after(last), end_inclusive=None)
+
+
 # -- reading -----------------------------------------------------------------------------
 
 
@@ -200,13 +241,18 @@ def read_range(
 ) -> Iterator[pa.RecordBatch]:
     """The rows of ``part`` as RecordBatches with the row schema.
 
-    With ``failOnDataLoss`` (the default), a read that starts at a message id
-    whose entry is gone (retention, deletion) fails with :class:`DataLossError`;
-    without, it logs a warning and goes on from the next message.
+    With ``failOnDataLoss`` (the default), a read that finds messages of its
+    range gone fails with :class:`DataLossError`: its start id's entry removed
+    (retention, deletion), or, while it reads, ledgers removed or the partition
+    deleted and created again. Without, it logs a warning and goes on from the
+    next message still there.
     """
 
-    def missing_start(_: MessageId, first: MessageId) -> None:
-        _start_gone(part, first, options)
+    def missing_start(held: MessageId, first: MessageId) -> None:
+        _start_gone(part, held, first, options)
+
+    if part.end.kind == "earliest":  # planned empty (see fix_ends)
+        return
 
     yield from read_positions(
         client, part.topic, part.start, part.end, options, batch_rows=batch_rows,
@@ -214,15 +260,16 @@ def read_range(
     )  # fmt: skip
 
 
-def _start_gone(part: PartitionRange, first: MessageId, options: PulsarOptions) -> None:
-    """The entry ``part`` starts at is gone; the broker has ``first`` next."""
-    start = part.start.message_id or part.start
+def _start_gone(
+    part: PartitionRange, held: MessageId, first: MessageId, options: PulsarOptions
+) -> None:
+    """Entries of ``part`` after ``held`` and before ``first`` are gone."""
     msg = (
-        f"{part.topic}: the read was to start at {start}, but the first entry "
-        f"available is {first}: the messages in between are gone (retention or "
-        f"deletion)"
+        f"{part.topic}: reading {part}, the entries after {held} and before {first} are "
+        "gone: messages of the range were lost (retention, truncation, or the topic "
+        "was deleted and created again)"
     )
     if options.fail_on_data_loss:
-        msg = f"{msg}. Set failOnDataLoss=false to read from {first} on."
+        msg = f"{msg}. Set failOnDataLoss=false to read on from {first}."
         raise DataLossError(msg)
     log.warning("%s; reading on (failOnDataLoss=false)", msg)

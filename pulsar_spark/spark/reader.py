@@ -1,8 +1,9 @@
 """The batch reader: one Spark input partition per partition range.
 
 :meth:`PulsarBatchReader.partitions` runs once per query, in a Python worker
-on the driver: it lists the topics and partitions (and, for
-``minPartitions``, probes and splits them). :meth:`PulsarBatchReader.read`
+on the driver: it lists the topics and partitions, fixes each one's end at a
+message id (``latest`` and end times resolved now: a retried task reads the
+same messages) and, for ``minPartitions``, probes and splits them. :meth:`PulsarBatchReader.read`
 runs in each task: it opens its own client, reads its range through a
 non-durable subscription (nothing stays behind on the broker) and yields
 Arrow record batches with the row schema, values decoded as the read's
@@ -23,7 +24,7 @@ from ..client import PulsarClient
 from ..protocol.position import Position
 from .connect import open_client
 from .options import PulsarOptions
-from .ranges import PartitionRange, plan_ranges, read_range
+from .ranges import PartitionRange, fix_ends, plan_ranges, read_range
 from .read_schema import ReadSchema, check_unplanned
 from .spark_types import arrow_for, to_spark_arrow
 from .splits import split_ranges
@@ -61,7 +62,7 @@ class PulsarBatchReader(DataSourceReader):
         options = self.options
         with open_client(options) as client:
             check_unplanned(client, options, self.read_schema)
-            ranges = plan_ranges(client, options)
+            ranges = fix_ends(client, plan_ranges(client, options))
             if options.min_partitions is not None:
                 ranges = split_ranges(client, ranges, options.min_partitions)
         return [PulsarInputPartition(r.topic, r.start, r.end) for r in ranges]

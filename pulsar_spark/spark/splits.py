@@ -44,6 +44,8 @@ class _Probe:
 
 
 def _probe(client: PulsarClient, part: PartitionRange) -> _Probe | None:
+    if part.end.kind == "earliest":  # planned empty
+        return None
     first = client.first_message(part.topic, part.start, part.end)
     if first is None:
         return None

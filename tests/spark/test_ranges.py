@@ -152,3 +152,65 @@ def test_shares_and_entry_cuts() -> None:
     assert cuts == [MessageId(3, e, 0, -1) for e in (12, 14, 16, 18)]
     few = _Probe(MessageId(3, 10, 0, -1), 0, MessageId(3, 11, 0, -1), True)
     assert _entry_boundaries(few, 8) == [MessageId(3, 11, 0, -1)]  # no empty pieces
+
+
+# -- ends fixed at planning (a broker) --------------------------------------------------
+
+
+def _batch_reader(url: str, **options: str):
+    from pulsar_spark.spark.reader import PulsarBatchReader
+
+    parsed = parse_options({"service.url": url, **options})
+    read = ReadSchema(None, "raw", None, dead_letter=False, arrow=ROW_SCHEMA)
+    return PulsarBatchReader(parsed, read, spark_schema(ROW_SCHEMA))
+
+
+def _task_rows(reader, partitions) -> list[tuple[str, bytes]]:
+    rows = []
+    for part in partitions:
+        for batch in reader.read(part):
+            ids, values = batch.column("messageId"), batch.column("value")
+            rows.extend(zip(ids.to_pylist(), values.to_pylist(), strict=True))
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("ending", [{}, {"endingTime": "2999-01-01T00:00:00Z"}])
+def test_a_planned_batch_read_reads_the_same_rows_on_every_run(
+    pulsar_lite_partitioned, topic_name, ending
+) -> None:
+    # A retried task or a recomputed DataFrame runs its planned partitions again:
+    # messages produced after planning are not in them, however often they run.
+    from pulsar_spark.client import PulsarClient
+
+    url = pulsar_lite_partitioned.service_url
+    with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
+        for i in range(40):
+            producer.send(f"before-{i}".encode())
+        producer.flush()
+        reader = _batch_reader(url, topic=topic_name, **ending)
+        partitions = reader.partitions()
+        assert len(partitions) == 4
+        assert {p.end.kind for p in partitions} <= {"after", "from", "earliest"}  # fixed
+        first = _task_rows(reader, partitions)
+        for i in range(40):
+            producer.send(f"after-{i}".encode())
+        producer.flush()
+        again = _task_rows(reader, partitions)
+    assert len(first) == 40
+    assert {v for _, v in first} == {f"before-{i}".encode() for i in range(40)}
+    assert again == first
+
+
+def test_empty_partitions_read_nothing_whatever_comes_later(
+    pulsar_lite_partitioned, topic_name
+) -> None:
+    from pulsar_spark.client import PulsarClient
+
+    url = pulsar_lite_partitioned.service_url
+    reader = _batch_reader(url, topic=topic_name)
+    partitions = reader.partitions()
+    assert [p.end for p in partitions] == [Position.earliest()] * 4  # one task each
+    with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
+        for i in range(20):
+            producer.send(f"later-{i}".encode())
+    assert _task_rows(reader, partitions) == []
