@@ -8,13 +8,10 @@ so nothing is left behind. The end is fixed when the read starts
 
 The broker re-delivers the start entry whole, so the start id is applied
 here, item by item (inclusive or exclusive, respecting the batch index), as
-are ``ack_set`` bits, ``compacted_out`` items and markers. The selection is
-the same whatever the messages become (:mod:`.sinks`): RecordBatches when the
-reader is iterated, ``(id, publish time)`` pairs from :meth:`PartitionReader.ids`.
-Each FLOW goes with a cumulative ACK of the last entry processed (as the Java
-reader acknowledges): nothing is kept for a non-durable subscription, but
-pulsar-lite re-dispatches what stays unacknowledged. Entries delivered again
-are dropped by position.
+are ``ack_set`` bits, ``compacted_out`` items and markers, the same whatever
+the messages become (:mod:`.sinks`): RecordBatches when the reader is
+iterated, ``(id, publish time)`` pairs from :meth:`PartitionReader.ids`.
+Entries delivered again are dropped by position.
 
 A start by publish time SEEKs the fresh subscription (before any FLOW) and
 re-subscribes under the same name if the broker closes the consumer for the
@@ -26,7 +23,9 @@ On a lost connection, CLOSE_CONSUMER or TOPIC_MIGRATED the reader looks the
 topic up again and re-subscribes from the last entry it processed
 (exclusive), with backoff bounded by the operation timeout (:mod:`.retry`):
 no message is lost and none is delivered twice. Chunked messages across the
-read's end are handled by :class:`~.chunk_bounds.ChunkBounds`.
+read's end are handled by :class:`~.chunk_bounds.ChunkBounds`, entries lost
+during the read (a ledger removed, a topic deleted and created again) by
+:class:`~.read_gaps.GapWatch`.
 """
 
 from __future__ import annotations
@@ -52,6 +51,7 @@ from .errors import OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
 from .read_end import end_position
+from .read_gaps import GapWatch, entry_needed
 from .reader_session import ReaderSession
 from .retry import may_retry
 from .sinks import ArrowSink, Delivered, IdSink, MessageRef
@@ -75,9 +75,11 @@ class PartitionReader(ReaderSession):
         batch_rows, batch_bytes: when to emit a RecordBatch.
         idle_timeout: seconds without data before checking whether the end
             was already passed (it may be a marker the broker never sends).
-        missing_start: called with (start, first entry) when the start is a
-            message id whose entry is gone (retention, truncation, deletion):
-            the broker began at a later entry. It may raise to fail the read.
+        missing_start: called with (held, next) when entries the read should
+            deliver are gone (retention, truncation, a topic deleted and created
+            again): those after ``held`` (the start, or the last entry read) and
+            before ``next``. It may raise to fail the read; without it a WARNING
+            names them (:mod:`.read_gaps`).
     """
 
     #: Seconds without a message, while the broker has more, before re-subscribing.
@@ -113,7 +115,9 @@ class PartitionReader(ReaderSession):
         self._end = end.message_id
         self._end_inclusive = end.inclusive
         self._end_time = end.time_ms
-        self._missing_start = missing_start
+        self._gaps = GapWatch(lookup, topic, self.partition, operation_timeout, missing_start)
+        #: The last entry the read must deliver (:func:`~.read_gaps.entry_needed`).
+        self._needed: tuple[int, int] | None = None
         self._batch_rows = batch_rows
         self._batch_bytes = batch_bytes
         self._chunks = ChunkBounds(self, log)
@@ -171,6 +175,7 @@ class PartitionReader(ReaderSession):
         if found is None:
             return None
         end, self._end_inclusive = found
+        self._needed = entry_needed(end, self._end_inclusive)
         return end
 
     def _read(self, sink: ArrowSink | IdSink) -> Iterator[pa.RecordBatch | list[MessageRef]]:
@@ -231,8 +236,12 @@ class PartitionReader(ReaderSession):
         self._count_permits(
             metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
         )
-        if self._processed is None and self._missing_start is not None:
-            self._check_first_entry(ledger, entry_id)
+        if self._processed is None:
+            if self._start_time is None:
+                self._gaps.first_entry(ledger, entry_id, self._start, self._reached())
+        elif self._resubscribed:
+            self._resubscribed = False
+            self._gaps.first_after_resubscribe(ledger, entry_id, self._processed)
         beyond = (ledger, entry_id) > (end.ledger, end.entry) or (
             not self._end_inclusive
             and end.batch_index < 0
@@ -241,6 +250,7 @@ class PartitionReader(ReaderSession):
         if beyond:
             beyond = self._chunks.beyond_end(metadata)
         if beyond:
+            self._gaps.past_end(ledger, entry_id, self._reached(), self._needed)
             # In flight when the end was reached, or (while chunked messages begun
             # before the end are completed) a message of a later range: skipped.
             done = self._chunks.past_end_done()
@@ -305,19 +315,14 @@ class PartitionReader(ReaderSession):
         key, bound = (ledger, entry_id), (start.ledger, start.entry)
         return key < bound or (key == bound and not inclusive)
 
-    def _check_first_entry(self, ledger: int, entry_id: int) -> None:
-        """Report a start entry that is gone: the broker began in a later ledger.
-
-        Brokers remove whole ledgers (retention, truncation, deletion), so a first
-        entry further on in the start's own ledger means the entries between were
-        not dispatched (markers), not lost.
-        """
+    def _reached(self) -> tuple[int, int]:
+        """(ledger, entry) of the last entry the read holds: processed, or before its start."""
         start = self._start
-        if start.is_earliest or start.is_latest or self._start_time is not None:
-            return
-        if ledger > start.ledger:
-            assert self._missing_start is not None
-            self._missing_start(start, MessageId(ledger, entry_id, self.partition, -1))
+        if self._processed is not None or start.is_earliest or self._start_time is not None:
+            return self._processed or (-1, -1)
+        if self._start_inclusive or start.batch_index >= 0:
+            return (start.ledger, start.entry - 1)
+        return (start.ledger, start.entry)
 
     def _at_end(self, ledger: int, entry_id: int, end: MessageId) -> bool:
         """Whether the read is over after the entry at (ledger, entry_id): at or past
@@ -341,6 +346,8 @@ class PartitionReader(ReaderSession):
             return False
         seen = self._processed or (-1, -1)
         quiet = time.monotonic() - self._idle_since
+        if self._gaps.topic_short(last, self._reached(), self._needed):
+            return True  # what was left to read is gone (reported)
         if last is None or (last.ledger, last.entry) <= seen:
             # The end (say, a marker) will never be dispatched; but chunks may still
             # come for a message begun in the range.

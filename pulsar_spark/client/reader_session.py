@@ -86,6 +86,8 @@ class ReaderSession:
         #: The last (ledger, entry) acknowledged.
         self._acked: tuple[int, int] | None = None
         self.reconnects = 0
+        #: Re-subscribed since the last message (the next one is checked for a gap).
+        self._resubscribed = False
         self._backoff = Backoff()
         self._progress_at = time.monotonic()
 
@@ -162,6 +164,7 @@ class ReaderSession:
             time.sleep(delay)
             try:
                 self._subscribe()
+                self._resubscribed = True
                 return
             except PulsarError as exc:
                 if not may_retry(exc):

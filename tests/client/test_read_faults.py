@@ -1,0 +1,149 @@
+"""Messages lost under a running read, on Apache Pulsar 4.0: a topic deleted (force) and
+created again by a producer, a topic truncated. The read must say so (the
+``missing_start`` callback, which Spark's ``failOnDataLoss`` raises from, or a WARNING),
+never end quietly with fewer rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from pulsar_spark.client import PartitionReader, PulsarClient
+from pulsar_spark.client.bounds import FROM_EARLIEST
+from pulsar_spark.client.names import parse_topic
+from pulsar_spark.protocol import MessageId
+from tests.support.admin import topic_path
+
+
+class Lost(Exception):
+    """What a test's loss callback raises (Spark raises DataLossError)."""
+
+
+def _fill(client: PulsarClient, topic: str, n: int, prefix: str) -> None:
+    with client.create_producer(topic, batching=False) as producer:
+        for i in range(n):
+            producer.send(f"{prefix}-{i:04d}".encode())
+        producer.flush()
+
+
+def _reader(client: PulsarClient, topic: str, report) -> PartitionReader:
+    return PartitionReader(
+        client._lookup,
+        parse_topic(topic),
+        start=FROM_EARLIEST,
+        receiver_queue_size=10,
+        batch_rows=10,
+        operation_timeout=30,
+        missing_start=report,
+    )
+
+
+def _values(batches: Iterator) -> list[bytes]:
+    return [v for batch in batches for v in batch.column("value").to_pylist()]
+
+
+def _read_with_fault(reader: PartitionReader, fault) -> list[bytes]:
+    """Read 30 rows, run ``fault``, read on to the end."""
+    batches = iter(reader)
+    got = []
+    while len(got) < 30:
+        got.extend(next(batches).column("value").to_pylist())
+    fault()
+    got.extend(_values(batches))
+    return got
+
+
+@pytest.mark.parametrize("fail", [True, False], ids=["fail", "warn"])
+def test_a_topic_deleted_and_created_again_during_a_read_is_data_loss(
+    apache_pulsar, topic_name, fail
+) -> None:
+    admin = apache_pulsar.admin
+    found: list[tuple[MessageId, MessageId]] = []
+
+    def report(held: MessageId, next_: MessageId) -> None:
+        found.append((held, next_))
+        if fail:
+            msg = f"lost after {held} before {next_}"
+            raise Lost(msg)
+
+    with PulsarClient(apache_pulsar.service_url) as client:
+        _fill(client, topic_name, 200, "old")
+
+        def delete_and_recreate() -> None:
+            admin.delete(topic_name, force=True)
+            _fill(client, topic_name, 5, "new")  # created again by producing
+
+        reader = _reader(client, topic_name, report)
+        if fail:
+            with pytest.raises(Lost):
+                _read_with_fault(reader, delete_and_recreate)
+        else:
+            got = _read_with_fault(reader, delete_and_recreate)
+            assert 30 <= len(got) < 200
+            assert all(v.startswith(b"old-") for v in got)  # the new topic is past the end
+    assert len(found) == 1
+    held, next_ = found[0]
+    assert held.entry >= 29  # at least the 30 rows read were held
+    assert (next_.ledger, next_.entry) > (held.ledger, held.entry)
+
+
+def test_a_topic_deleted_and_left_empty_during_a_read_is_data_loss(
+    apache_pulsar, topic_name
+) -> None:
+    found: list[tuple[MessageId, MessageId]] = []
+    with PulsarClient(apache_pulsar.service_url) as client:
+        _fill(client, topic_name, 200, "old")
+        reader = _reader(client, topic_name, lambda h, n: found.append((h, n)))
+        got = _read_with_fault(reader, lambda: apache_pulsar.admin.delete(topic_name, force=True))
+    assert 30 <= len(got) < 200
+    assert len(found) == 1
+
+
+def test_a_loss_without_a_callback_is_a_warning(apache_pulsar, topic_name, caplog) -> None:
+    with PulsarClient(apache_pulsar.service_url) as client:
+        _fill(client, topic_name, 200, "old")
+        reader = _reader(client, topic_name, None)
+        with caplog.at_level(logging.WARNING, logger="pulsar_spark.client.read_gaps"):
+            got = _read_with_fault(
+                reader, lambda: apache_pulsar.admin.delete(topic_name, force=True)
+            )
+    assert len(got) < 200
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(topic_name in w and "are gone" in w for w in warnings), warnings
+
+
+def test_a_topic_truncated_during_a_read_is_data_loss(apache_pulsar, topic_name) -> None:
+    # Truncation deletes the ledgers behind the current one and moves cursors to the
+    # end: the read's ledger goes, the read is told.
+    admin = apache_pulsar.admin
+    found: list[tuple[MessageId, MessageId]] = []
+    with PulsarClient(apache_pulsar.service_url) as client:
+        _fill(client, topic_name, 200, "old")
+        admin.unload(topic_name)  # the 200 messages' ledger is closed: truncation takes it
+
+        def truncate_and_write() -> None:
+            admin.request("DELETE", f"{topic_path(topic_name)}/truncate")
+            admin.unload(topic_name)  # the reader re-subscribes after the truncation
+            _fill(client, topic_name, 5, "new")
+
+        reader = _reader(client, topic_name, lambda h, n: found.append((h, n)))
+        got = _read_with_fault(reader, truncate_and_write)
+    assert 30 <= len(got) < 200
+    assert len(found) == 1, found
+
+
+def test_no_loss_no_report_across_unloads(apache_pulsar, topic_name) -> None:
+    # Ledgers closed by unloads (new ledgers, nothing removed) are not a loss.
+    admin = apache_pulsar.admin
+    found: list[tuple[MessageId, MessageId]] = []
+    with PulsarClient(apache_pulsar.service_url) as client:
+        for part in range(3):
+            _fill(client, topic_name, 60, f"p{part}")
+            admin.unload(topic_name)
+        reader = _reader(client, topic_name, lambda h, n: found.append((h, n)))
+        got = _read_with_fault(reader, lambda: admin.unload(topic_name))
+    assert len(got) == 180
+    assert found == []
