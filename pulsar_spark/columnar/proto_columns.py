@@ -64,18 +64,14 @@ def _struct(
 ) -> pa.StructArray:
     names = {f.number: _join(path, f.name) for f in message.fields}
     found = walk(ctx.data, starts, ends, items, rows[items], ctx.failures, names, path)
-    order = np.argsort(found.number, kind="stable")
-    numbers = found.number[order]
     subsets: list[Int64s] = []
-    for field in message.fields:
-        lo, hi = np.searchsorted(numbers, [field.number, field.number + 1])
-        sel = order[lo:hi]
+    for field, sel in zip(message.fields, _by_number(message, found.number), strict=True):
         wires = found.wire[sel]
         if field.repeated and field.kind != "map" and field.wire != 2:
             sel = sel[(wires == field.wire) | (wires == 2)]
         else:
             sel = sel[wires == field.wire]
-        subsets.append(np.sort(sel))
+        subsets.append(sel)
     valid = _oneofs(message, subsets, found, count)
     arrays = [
         _field(ctx, field, found, sel, count, rows, _join(path, field.name), valid.get(i))
@@ -85,6 +81,20 @@ def _struct(
     if not fields:
         return pa.StructArray.from_arrays([], fields=[], mask=pa.array(np.zeros(count, bool)))
     return pa.StructArray.from_arrays(arrays, fields=fields)
+
+
+def _by_number(message: ProtoMessage, numbers: Int64s) -> list[Int64s]:
+    """For each field, the ascending indexes of the fields found with its number: a
+    comparison per field when there are few, else one sort."""
+    if len(message.fields) <= 24:
+        return [np.flatnonzero(numbers == f.number) for f in message.fields]
+    order = np.argsort(numbers, kind="stable")
+    ordered = numbers[order]
+    out = []
+    for field in message.fields:
+        lo, hi = np.searchsorted(ordered, [field.number, field.number + 1])
+        out.append(order[lo:hi])
+    return out
 
 
 def _join(path: str, name: str) -> str:
@@ -263,7 +273,7 @@ def _map(
     numbers = [f.number for f in field.message.fields]
     keys, values = entries.field(numbers.index(1)), entries.field(numbers.index(2))
     keep = np.ones(n, bool)
-    if n:
+    if n and np.bincount(item).max() > 1:  # some item has several entries: keys may repeat
         table = pa.table({"item": pa.array(item), "key": keys, "at": pa.array(np.arange(n))})
         last = table.group_by(["item", "key"], use_threads=False).aggregate([("at", "max")])
         if last.num_rows != n:

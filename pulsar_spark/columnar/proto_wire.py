@@ -67,18 +67,18 @@ def walk(
     while len(active):
         tag, tag_len, ok = varints(data, pos)
         vstart = pos + tag_len
-        wire = (tag & _SEVEN).astype(np.int8)
-        number = (tag >> _THREE).astype(np.int64)
-        bad = ~ok | (tag_len > 5) | (tag > _U32) | (number == 0) | (wire > 5) | (wire == 3)
-        bad |= wire == 4
-        value = np.zeros(len(active), np.uint64)
-        nxt = vstart.copy()
-        vpos = vstart.copy()
-        if (wire == 0).all():
-            value, length, ok = varints(data, vstart)
-            nxt += length
-            bad |= ~ok
+        first = int(tag[0])
+        if first & 7 in (0, 1, 2, 5) and 8 <= first <= 0xFFFFFFFF and (tag == tag[0]).all():
+            # Usual: every range at the same field (one producer's messages).
+            number, wire, vpos, value, nxt, bad = _uniform(data, first, vstart, tag_len, ok)
         else:
+            wire = (tag & _SEVEN).astype(np.int8)
+            number = (tag >> _THREE).astype(np.int64)
+            bad = ~ok | (tag_len > 5) | (tag > _U32) | (number == 0) | (wire > 5) | (wire == 3)
+            bad |= wire == 4
+            value = np.zeros(len(active), np.uint64)
+            nxt = vstart.copy()
+            vpos = vstart.copy()
             _values(data, wire, vstart, value, nxt, vpos, bad)
         bad |= nxt > end
         if bad.any():
@@ -96,10 +96,43 @@ def walk(
         return Found(empty, empty, np.zeros(0, np.int8), empty, np.zeros(0, np.uint64))
     ranges, number, wire, vpos, value = (np.concatenate(c) for c in zip(*parts, strict=True))
     if len(parts) > 1:
-        order = np.argsort(ranges, kind="stable")
+        # Step k reads the k-th field of every range still read: that is its rank in
+        # the range, so (range, step) order is a scatter, not a sort.
+        steps = np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts])
+        counts = np.bincount(ranges, minlength=len(starts))
+        heads = np.cumsum(counts) - counts
+        order = np.empty(len(ranges), np.int64)
+        order[heads[ranges] + steps] = np.arange(len(ranges))
         ranges, number, wire = ranges[order], number[order], wire[order]
         vpos, value = vpos[order], value[order]
     return Found(items[ranges], number, wire, vpos, value)
+
+
+def _uniform(
+    data: Bytes, tag: int, vstart: Int64s, tag_len: Ints, ok: Mask
+) -> tuple[Int64s, NDArray[np.int8], Int64s, UInt64s, Int64s, Mask]:
+    """A step where every field has the same (valid) tag: number, wire, value position,
+    value, end of each field, and which are bad."""
+    n = len(vstart)
+    wire = tag & 7
+    bad = ~ok | (tag_len > 5)
+    vpos = vstart
+    if wire in (0, 2):
+        value, length, good = varints(data, vstart)
+        nxt = vstart + length
+        bad |= ~good
+        if wire == 2:
+            too_long = (length > 5) | (value > np.uint64(2**31 - 1))
+            if too_long.any():
+                bad |= too_long
+                value = np.where(too_long, np.uint64(0), value)
+            vpos = nxt
+            nxt = nxt + value.astype(np.int64)
+    else:
+        value = np.zeros(n, np.uint64)
+        nxt = vstart + (8 if wire == 1 else 4)
+    number = np.full(n, tag >> 3, np.int64)
+    return number, np.full(n, wire, np.int8), vpos, value, nxt, bad
 
 
 def _values(
