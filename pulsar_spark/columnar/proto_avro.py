@@ -50,6 +50,8 @@ def parse_parsing_info(info: SchemaInfo, *, topic: str = "") -> ProtoMessage:
             msg = "not a list"
             raise TypeError(msg)
         fields = tuple(_field(e, topic) for e in entries)
+    except UnmappableSchema:
+        raise
     except (ValueError, TypeError, KeyError) as exc:
         msg = f"the {PARSING_INFO} property is not a list of fields: {exc}"
         raise UnmappableSchema(msg, topic=topic) from None

@@ -1,5 +1,5 @@
 """Parsers of the schema options: ``schemaMode``, ``avroSchema``, ``jsonSchema``,
-``decodeErrorMode``, ``valueSchemaType`` and ``keyValueEncoding``.
+``protobufSchema``, ``decodeErrorMode``, ``valueSchemaType`` and ``keyValueEncoding``.
 
 Each takes ``(option name, text)`` like the parsers of :mod:`.option_values`
 and raises :class:`PulsarOptionError` naming the option. A user-given schema
@@ -21,6 +21,7 @@ __all__ = [
     "decode_error_mode",
     "json_schema",
     "key_value_encoding",
+    "protobuf_schema",
     "schema_mode",
     "value_schema_type",
 ]
@@ -108,3 +109,38 @@ def json_schema(name: str, value: str) -> SchemaInfo:
     except (DdlError, SchemaError) as exc:
         raise PulsarOptionError(name, str(exc)) from None
     return _checked(name, SchemaInfo.json(json.dumps(definition, separators=(",", ":"))))
+
+
+def protobuf_schema(name: str, value: str) -> SchemaInfo:
+    """A protobuf message for values: the PROTOBUF_NATIVE schema data as the registry
+    holds it, JSON ``{"fileDescriptorSet": "<base64 FileDescriptorSet>",
+    "rootMessageTypeName": "pkg.Msg"}`` (``rootFileDescriptorName`` may be left out),
+    or the short form ``pkg.Msg:<base64 FileDescriptorSet>`` (e.g. of ``protoc
+    --include_imports --descriptor_set_out``)."""
+    text = value.strip()
+    if not text:
+        raise PulsarOptionError(name, "is empty")
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise PulsarOptionError(name, f"is not JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise PulsarOptionError(name, "is not a JSON object")
+    else:
+        root, sep, encoded = text.partition(":")
+        if not sep or not root or not encoded:
+            msg = (
+                'expected {"fileDescriptorSet": ..., "rootMessageTypeName": ...} or '
+                "pkg.Msg:<base64 FileDescriptorSet>"
+            )
+            raise PulsarOptionError(name, msg)
+        parsed = {"fileDescriptorSet": encoded.strip(), "rootMessageTypeName": root.strip()}
+    for key in ("fileDescriptorSet", "rootMessageTypeName"):
+        if not isinstance(parsed.get(key), str):
+            raise PulsarOptionError(name, f"has no {key} (a string)")
+    parsed.setdefault("rootFileDescriptorName", "")
+    from ..protocol.schema_info import SchemaType
+
+    data = json.dumps(parsed, separators=(",", ":")).encode()
+    return _checked(name, SchemaInfo(SchemaType.PROTOBUF_NATIVE, "", data))

@@ -3,7 +3,8 @@
 :func:`describe_change` compares a writer schema (a message's version) with a
 reader schema (the query's): the types when they differ, else, for AVRO and
 JSON records, the top-level fields added, removed (saying whether the reader
-has a default for it) and retyped. Nothing here imports pyspark.
+has a default for it) and retyped; for PROTOBUF_NATIVE messages the same by
+field number. Nothing here imports pyspark.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def describe_change(writer: SchemaInfo, reader: SchemaInfo) -> str:
     if writer.type is not reader.type:
         written, read = writer.describe(), reader.describe()
         return f"the schema type is {written} in the messages, {read} in the query"
+    if reader.type is SchemaType.PROTOBUF_NATIVE:
+        return _proto_change(writer, reader)
     ours, theirs = _fields(reader), _fields(writer)
     if ours is None or theirs is None:
         return f"a {writer.describe()} schema with other data"
@@ -76,6 +79,41 @@ def describe_change(writer: SchemaInfo, reader: SchemaInfo) -> str:
         elif _type_text(field.get("type")) != _type_text(theirs[name].get("type")):
             was, now = _type_text(field.get("type")), _type_text(theirs[name].get("type"))
             changes.append(f"field {name}: {was} in the query's schema, {now} in the messages")
+    return (
+        "; ".join(changes) if changes else "no field changed at the top level (a nested type did)"
+    )
+
+
+def _proto_change(writer: SchemaInfo, reader: SchemaInfo) -> str:
+    """The top-level fields of two protobuf messages compared by number."""
+    from ..columnar.proto_schema import ProtoField, parse_native
+    from ..columnar.schema_errors import SchemaError
+
+    try:
+        ours, theirs = parse_native(reader.data), parse_native(writer.data)
+    except SchemaError:
+        return f"a {writer.describe()} schema with other data"
+
+    def text(f: ProtoField) -> str:
+        kind = f.message.name if f.message is not None and f.kind == "message" else f.kind
+        return ("repeated " if f.repeated and f.kind != "map" else "") + kind
+
+    mine = {f.number: f for f in ours.fields}
+    other = {f.number: f for f in theirs.fields}
+    changes = []
+    if ours.name != theirs.name:
+        changes.append(f"message {theirs.name} in the messages, {ours.name} in the query")
+    for number, f in other.items():
+        if number not in mine:
+            changes.append(f"field {f.name} = {number} ({text(f)}) added")
+    for number, f in mine.items():
+        if number not in other:
+            changes.append(f"field {f.name} = {number} removed (read as its default)")
+        elif text(f) != text(other[number]):
+            changes.append(
+                f"field {f.name} = {number}: {text(f)} in the query's schema, "
+                f"{text(other[number])} in the messages"
+            )
     return (
         "; ".join(changes) if changes else "no field changed at the top level (a nested type did)"
     )
