@@ -144,13 +144,14 @@ def parse_native(data: bytes | str, *, topic: str = "") -> ProtoMessage:
             build, a missing root type, or a type without an Arrow type.
     """
     from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
 
     try:
         parsed = json.loads(data)
         files = base64.b64decode(parsed["fileDescriptorSet"], validate=True)
         root = str(parsed["rootMessageTypeName"])
         fds = descriptor_pb2.FileDescriptorSet.FromString(files)
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+    except (ValueError, KeyError, TypeError, binascii.Error, DecodeError) as exc:
         msg = (
             "PROTOBUF_NATIVE schema data is not JSON with a base64 fileDescriptorSet and a "
             f"rootMessageTypeName: {type(exc).__name__}: {exc}"

@@ -162,3 +162,98 @@ def test_key_value_with_a_protobuf_value(read_pulsar, apache_pulsar, topic_name,
     assert df.schema["key"].dataType == T.StringType()
     rows = sorted(tuple(r) for r in df.select("key", "value.id", "value.tags").collect())
     assert rows == [("a", 1, ["t"]), ("b", 2, [])]
+
+
+# -- without a broker: versions, the option, planning with a user schema ----------------
+
+
+def _info(cls: type) -> SchemaInfo:
+    from pulsar.schema.schema_protobuf import _build_schema_definition
+
+    data = json.dumps(_build_schema_definition(cls.DESCRIPTOR)).encode()
+    return SchemaInfo(SchemaType.PROTOBUF_NATIVE, "Order", data)
+
+
+def _batch(values: list[bytes], versions: list[int | None]):
+    import pyarrow as pa
+
+    from pulsar_spark.columnar import ROW_SCHEMA
+
+    n = len(values)
+    columns = {f.name: pa.nulls(n, f.type) for f in ROW_SCHEMA}
+    columns["value"] = pa.array(values, pa.binary())
+    columns["messageId"] = pa.array([f"1:{i}:-1:-1" for i in range(n)])
+    columns["schemaVersion"] = pa.array(versions, pa.int64())
+    return pa.RecordBatch.from_arrays([columns[f.name] for f in ROW_SCHEMA], names=ROW_SCHEMA.names)
+
+
+def test_a_version_whose_field_changed_type_says_what_changed(tmp_path) -> None:
+    from pulsar_spark.spark.errors import SchemaChangedError
+    from pulsar_spark.spark.read_schema import ReadSchema, row_schema
+    from pulsar_spark.spark.value_decode import ValueDecoder
+
+    (v1,) = message_classes(tmp_path, "units1", EVOLVE.format(more=""), "evolve.Order")
+    more = "int32 qty = 3;"
+    (v2,) = message_classes(tmp_path, "units2", EVOLVE.format(more=more), "evolve.Order")
+    clash_text = 'syntax = "proto3"; package evolve; message Order { string id = 1; }'
+    (clash,) = message_classes(tmp_path, "units3", clash_text, "evolve.Order")
+    versions = [_info(v1), _info(v2), _info(clash)]
+    reader = versions[1]
+    arrow = row_schema(reader, dead_letter=False)
+    read = ReadSchema(reader, "topic t, schema version 1", 1, False, arrow)
+    decode = ValueDecoder(read, "t", lambda v: versions[v], stream=True)
+    out = decode(_batch([v1(id=1, name="a").SerializeToString(), b"\x18\x05"], [0, 1]))
+    assert out.column("value").to_pylist() == [
+        {"id": 1, "name": "a", "qty": 0},
+        {"id": 0, "name": "", "qty": 5},
+    ]
+    with pytest.raises(SchemaChangedError) as failed:
+        decode(_batch([clash(id="x").SerializeToString()], [2]))
+    text = str(failed.value)
+    assert "schema version 2 cannot be read as the query's schema" in text
+    assert "field id = 1: int64 in the query's schema, string in the messages" in text
+    assert "field qty = 3 removed (read as its default)" in text
+    assert "Restart the query" in text
+
+
+def test_the_protobuf_schema_option_and_planning_with_it(tmp_path) -> None:
+    import base64
+    import dataclasses
+
+    from pulsar_spark.spark.option_schema import protobuf_schema
+    from pulsar_spark.spark.options import PulsarOptionError, PulsarOptions, parse_options
+    from pulsar_spark.spark.read_schema import plan_read_schema
+
+    (v2,) = message_classes(tmp_path, "opt", EVOLVE.format(more="int32 qty = 3;"), "evolve.Order")
+    data = json.loads(_info(v2).data)
+    given = protobuf_schema("protobufSchema", json.dumps(data))
+    short = protobuf_schema("protobufSchema", f"evolve.Order:{data['fileDescriptorSet']}")
+    assert json.loads(given.data)["rootMessageTypeName"] == "evolve.Order"
+    assert json.loads(short.data)["fileDescriptorSet"] == data["fileDescriptorSet"]
+    bad = {
+        "": "is empty",
+        "evolve.Order": "expected",
+        '{"rootMessageTypeName": "a.B"}': "has no fileDescriptorSet",
+        f"evolve.Nope:{data['fileDescriptorSet']}": "has no message type",
+        "a.B:" + base64.b64encode(b"\xff\xff").decode(): "PROTOBUF_NATIVE schema data",
+    }
+    for text, reason in bad.items():
+        with pytest.raises(PulsarOptionError, match=reason) as caught:
+            protobuf_schema("protobufSchema", text)
+        assert "protobufSchema" in str(caught.value)
+
+    @dataclasses.dataclass(frozen=True)
+    class WithProto(PulsarOptions):
+        protobuf_schema: SchemaInfo | None = None
+
+    base = parse_options({"service.url": "pulsar://localhost:6650", "topic": "t"})
+    options = WithProto(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+                        protobuf_schema=given)  # fmt: skip
+
+    class NoRegistry:
+        def latest_schema(self, topic: str) -> None:
+            return None
+
+    plan = plan_read_schema(NoRegistry(), options, ["t"])  # type: ignore[arg-type]
+    assert plan.user_given and plan.origin == "option protobufSchema"
+    assert plan.arrow.field("value").type.names == ["id", "name", "qty"]
