@@ -32,6 +32,10 @@ from .varints import varints
 __all__ = ["Found", "unpack", "walk"]
 
 _U32 = np.uint64(0xFFFFFFFF)
+#: A walk reads the fields of its last few ranges (at most this many) one by one...
+_FEW_LEFT = 8
+#: ...once it has taken this many steps.
+_MANY_STEPS = 64
 _SEVEN = np.uint64(7)
 _THREE = np.uint64(3)
 
@@ -61,10 +65,17 @@ def walk(
     """The fields of the byte ranges ``data[starts[r]:ends[r]]``, range ``r`` belonging to
     item ``items[r]`` (ranges of an item in wire order) and to row ``rows[r]`` (errors).
     ``names`` gives fields' paths for errors (``path`` for other field numbers)."""
-    parts: list[tuple[Int64s, Int64s, NDArray[np.int8], Int64s, UInt64s]] = []
+    parts: list[tuple[Int64s, Int64s, NDArray[np.int8], Int64s, UInt64s, Int64s]] = []
     active = np.flatnonzero(starts < ends)
     pos, end = starts[active], ends[active]
+    step = 0
     while len(active):
+        if len(active) <= _FEW_LEFT and step >= _MANY_STEPS:
+            # A few long messages left: a step of array calls per field would cost more
+            # than reading their fields one by one.
+            tail = _walk_few(data, active, pos, end, step, rows, starts, failures, names, path)
+            parts.append(tail)
+            break
         tag, tag_len, ok = varints(data, pos)
         vstart = pos + tag_len
         first = int(tag[0])
@@ -84,7 +95,10 @@ def walk(
         if bad.any():
             _fail(failures, rows[active], bad, number, wire, pos - starts[active], names, path)
         good = np.flatnonzero(~bad) if bad.any() else slice(None)
-        parts.append((active[good], number[good], wire[good], vpos[good], value[good]))
+        taken = active[good]
+        ranks = np.full(len(taken), step, np.int64)
+        parts.append((taken, number[good], wire[good], vpos[good], value[good], ranks))
+        step += 1
         more = (nxt < end) & ~bad
         if more.all():
             pos = nxt
@@ -94,18 +108,94 @@ def walk(
     if not parts:
         empty = np.zeros(0, np.int64)
         return Found(empty, empty, np.zeros(0, np.int8), empty, np.zeros(0, np.uint64))
-    ranges, number, wire, vpos, value = (np.concatenate(c) for c in zip(*parts, strict=True))
+    ranges, number, wire, vpos, value, ranks = (np.concatenate(c) for c in zip(*parts, strict=True))
     if len(parts) > 1:
-        # Step k reads the k-th field of every range still read: that is its rank in
-        # the range, so (range, step) order is a scatter, not a sort.
-        steps = np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts])
+        # The k-th field of a range is read at step k (or ranked k by the tail): the
+        # (range, rank) order is a scatter, not a sort.
         counts = np.bincount(ranges, minlength=len(starts))
         heads = np.cumsum(counts) - counts
         order = np.empty(len(ranges), np.int64)
-        order[heads[ranges] + steps] = np.arange(len(ranges))
+        order[heads[ranges] + ranks] = np.arange(len(ranges))
         ranges, number, wire = ranges[order], number[order], wire[order]
         vpos, value = vpos[order], value[order]
     return Found(items[ranges], number, wire, vpos, value)
+
+
+def _walk_few(
+    data: Bytes,
+    active: Int64s,
+    pos: Int64s,
+    end: Int64s,
+    step: int,
+    rows: Int64s,
+    starts: Int64s,
+    failures: Failures,
+    names: dict[int, str],
+    path: str,
+) -> tuple[Int64s, Int64s, NDArray[np.int8], Int64s, UInt64s, Int64s]:
+    """The rest of the fields of a few ranges, read one at a time (ranked from ``step``)."""
+    view = memoryview(data.data)
+    out: list[tuple[int, int, int, int, int, int]] = []
+    for r, p, e in zip(active.tolist(), pos.tolist(), end.tolist(), strict=True):
+        rank = step
+        while p < e:
+            at = p
+            tag, p = _varint(view, p, e)
+            number, wire = tag >> 3, tag & 7
+            if tag < 0 or p - at > 5 or tag > 0xFFFFFFFF or number == 0 or wire not in (0, 1, 2, 5):
+                reason = f"an invalid tag (field {number}, wire type {wire})"
+                if wire in (3, 4):
+                    reason = f"field {number} is a group (wire type {wire}), which is not supported"
+                _fail_one(failures, rows[r], names.get(number, path), reason, at - starts[r])
+                break
+            value = 0
+            vpos = p
+            if wire in (0, 2):
+                value, p = _varint(view, p, e)
+                if wire == 2:
+                    fits = 0 <= value < 2**31 and p - vpos <= 5
+                    vpos = p
+                    p = p + value if fits else e + 1
+            else:
+                p += 8 if wire == 1 else 4
+            if value < 0 or p > e:
+                reason = (
+                    f"field {number} (wire type {wire}) runs past the end or has an "
+                    "over-long varint"
+                )
+                _fail_one(failures, rows[r], names.get(number, path), reason, at - starts[r])
+                break
+            out.append((r, number, wire, vpos, value, rank))
+            rank += 1
+    if not out:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0, np.int8), empty, np.zeros(0, np.uint64), empty
+    columns = list(zip(*out, strict=True))
+    return (
+        np.array(columns[0], np.int64),
+        np.array(columns[1], np.int64),
+        np.array(columns[2], np.int8),
+        np.array(columns[3], np.int64),
+        np.array(columns[4], np.uint64),
+        np.array(columns[5], np.int64),
+    )
+
+
+def _varint(view: memoryview, p: int, e: int) -> tuple[int, int]:
+    """The varint at ``p`` (before ``e``) and where it ends; -1 when it is cut or over-long."""
+    value = shift = 0
+    while p < e and shift < 70:
+        byte = view[p]
+        p += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF, p
+        shift += 7
+    return -1, p
+
+
+def _fail_one(failures: Failures, row: int, where: str, reason: str, offset: int) -> None:
+    failures.add(np.array([row], np.int64), where, f"{reason} at offset {offset}", ())
 
 
 def _uniform(

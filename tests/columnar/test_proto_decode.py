@@ -151,3 +151,29 @@ def test_random_bytes_decode_or_raise_our_error(payload: bytes, seed: int) -> No
 
 
 _FUZZ: dict[int, tuple[type, object]] = {}
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_few_long_messages_read_field_by_field_alike(data: st.DataObject) -> None:
+    """Past 64 steps with at most 8 messages left, the walk reads one field at a time."""
+    spec = [("string", 1, True, ""), ("sint64", 2, True, ""), ("child", 3, True, ""),
+            ("int32", 4, False, "")]  # fmt: skip
+    cls, info = _LONG.setdefault(0, build(spec, "proto2", False))
+    messages = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        msg = cls(f4=data.draw(st.integers(-5, 5)))
+        msg.f1.extend(data.draw(st.lists(st.text(max_size=3), min_size=40, max_size=90)))
+        msg.f2.extend(data.draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40)))
+        for a in data.draw(st.lists(st.integers(0, 9), max_size=20)):
+            msg.f3.add(a=a)
+        messages.append(msg)
+    payloads = [m.SerializeToString() for m in messages] + [b""] * 20
+    _check(cls, info, messages, payloads)
+    broken = payloads[0] + b"\x0a\x09ab"  # a last string cut short
+    with pytest.raises(SchemaDecodeError, match="runs past the end") as caught:
+        proto_plan(info).decode(pa.array([payloads[0], broken], pa.binary()))
+    assert (caught.value.row, caught.value.field) == (1, "f1")
+
+
+_LONG: dict[int, tuple[type, object]] = {}
