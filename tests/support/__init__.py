@@ -17,5 +17,6 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``admin``        :class:`PulsarAdmin`, the Apache Pulsar admin REST API
 ``proto``        protobuf messages compiled at test time (grpc_tools.protoc) for PROTOBUF_NATIVE
 ``spark``        the local Spark session of the tests and a local Spark Connect session
+``spark_faults`` subprocess Spark drivers, fault sources and sinks, fault-test figures
 ``plugin``       the fixtures, one broker factory, one failed-test report hook
 """
