@@ -8,7 +8,8 @@ as protobuf reads it. A singular scalar takes its last occurrence; a singular
 message merges all of them (their byte ranges walked as one message);
 repeated scalars take packed and unpacked occurrences alike, in wire order; a
 map keeps the last entry of each key; of a oneof's fields, only the one that
-came last is set.
+came last is set (a oneof message member that comes twice with another member
+between merges both, where protobuf would keep the last only).
 """
 
 from __future__ import annotations

@@ -38,6 +38,11 @@ proto2 ``optional``, oneof members) read as null, unless the descriptor
 declares a default (proto2 ``[default = ...]``), which is then the value.
 Groups, and a message that contains itself, raise :class:`UnmappableSchema`
 naming the field and the topic.
+
+Where this differs from google.protobuf's parse: enum numbers a proto2 (closed)
+enum does not declare read as their text, where protobuf keeps them as unknown
+fields and leaves the field unset; a missing proto2 ``required`` field is null,
+not an error; a well-formed unknown group is an error, where protobuf skips it.
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def _key(found: VersionedSchema | None) -> tuple[int, str] | None:
         return None
     info = found.info
     data = info.data.decode("utf-8", "replace")
-    if info.type in (SchemaType.AVRO, SchemaType.JSON):
+    if info.type in (SchemaType.AVRO, SchemaType.JSON, SchemaType.PROTOBUF_NATIVE):
         with contextlib.suppress(ValueError):
             data = json.dumps(json.loads(data), sort_keys=True)
     return (info.type.pb_value, data)

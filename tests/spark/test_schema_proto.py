@@ -129,6 +129,41 @@ def test_two_versions_read_by_field_number(read_pulsar, apache_pulsar, topic_nam
     assert rows == [(1, "old", 0, [], 0), (2, "new", 5, ["n"], 1)]
 
 
+def test_a_stream_fails_on_a_version_that_retypes_a_field(spark, apache_pulsar, tmp_path):
+    namespace = f"public/proto-{secrets.token_hex(4)}"
+    admin = apache_pulsar.admin
+    admin.create_namespace(namespace)
+    admin.request("PUT", f"namespaces/{namespace}/schemaCompatibilityStrategy", "ALWAYS_COMPATIBLE")
+    topic = f"persistent://{namespace}/orders"
+    url = apache_pulsar.service_url
+    (v1,) = message_classes(tmp_path, "retype1", EVOLVE.format(more=""), "evolve.Order")
+    clash_text = 'syntax = "proto3"; package evolve; message Order { string id = 1; }'
+    (clash,) = message_classes(tmp_path, "retype2", clash_text, "evolve.Order")
+    _produce(url, topic, v1, [v1(id=1)])
+    stream = (
+        spark.readStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    assert stream.schema["value"].dataType.names == ["id", "name"]
+    _produce(url, topic, clash, [clash(id="x")])
+    query = (
+        stream.select("value.id")
+        .writeStream.format("memory")
+        .queryName(f"retype_{secrets.token_hex(4)}")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match=r"schema version 1") as failed:
+        query.awaitTermination(180)
+    text = str(failed.value)
+    assert "field id = 1: int64 in the query's schema, string in the messages" in text
+    assert "Restart the query" in text
+
+
 def test_values_that_do_not_decode(read_pulsar, apache_pulsar, topic_name, shop) -> None:
     url = apache_pulsar.service_url
     _produce(url, topic_name, shop.Order, [shop.Order(id=1)])
