@@ -316,7 +316,10 @@ class Connection:
             self._dispatch(frame)
 
     def _keepalive_tick(self) -> None:
-        silent = time.monotonic() - self._last_received
+        # A frame that takes long to write holds back the peer's answers, but bytes
+        # that keep moving show it alive.
+        assert self._transport is not None
+        silent = time.monotonic() - max(self._last_received, self._transport.moved_at)
         if silent >= 2 * self._keepalive:
             msg = f"no data from {self.address} for {silent:.0f} s: connection presumed dead"
             raise ConnectionClosed(msg)

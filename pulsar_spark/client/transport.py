@@ -54,8 +54,10 @@ class Transport:
         self._out = threading.Condition()
         self._writing = False
         self._closed = False
-        #: Bytes written since :meth:`start` (frames, whole or in part).
+        #: Bytes written since :meth:`start` (frames, whole or in part), and the
+        #: monotonic time the last of them moved: the peer's TCP stack is alive then.
         self.bytes_written = 0
+        self.moved_at = time.monotonic()
 
     @classmethod
     def open(
@@ -203,7 +205,7 @@ class Transport:
             if sent:
                 view = view[sent:]
                 self.bytes_written += sent
-                moved = time.monotonic()
+                self.moved_at = moved = time.monotonic()
 
     def _stalled(self, moved: float) -> None:
         if self._closed:

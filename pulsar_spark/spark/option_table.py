@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from . import option_schema as sch
 from . import option_values as v
+from .errors import PulsarOptionError
 from .option_auth import auth_plugin
 
 __all__ = ["OPTIONS", "Option", "Scope", "by_spelling", "markdown_table"]
@@ -75,6 +76,18 @@ class Option:
     example: str = ""
     #: The default of stream reads, when it differs.
     stream_default: str | None = None
+
+
+def _millis_or_none(name: str, value: str) -> float:
+    """Milliseconds as seconds; ``0`` is no limit (the Java client's sendTimeout(0))."""
+    if value.strip() == "0":
+        return 0.0
+    try:
+        return v.millis(name, value)
+    except PulsarOptionError:
+        raise PulsarOptionError(
+            name, f"expected 0 (no limit) or a positive number of milliseconds, got {value!r}"
+        ) from None
 
 
 _C = "pulsar.client."
@@ -187,7 +200,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(_P + "maxPendingMessages", ("maxPendingMessages",), WRITE, v.positive,
            "max_pending_messages", "10000",
            "messages sent and not yet acknowledged, per producer"),
-    Option(_P + "sendTimeoutMs", ("sendTimeoutMs",), WRITE, v.millis, "send_timeout", "30000",
+    Option(_P + "sendTimeoutMs", ("sendTimeoutMs",), WRITE, _millis_or_none, "send_timeout",
+           "30000",
            "how long a message may wait for its receipt (reconnects included) before the "
            "task fails"),
     Option("producerNamePrefix", (_P + "producerName",), WRITE, v.non_empty,

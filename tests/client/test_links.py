@@ -1,0 +1,140 @@
+"""Slow and odd links: a broker behind a 1 Mbit/s link, added latency, and a TLS broker
+given ``pulsar://`` (and a plain one given ``pulsar+ssl://``).
+
+The slow links come from the fault proxy's throttles (tests/support/throttle.py). A
+frame takes as long to write as the link needs: the connection fails a write only when
+no byte moves for the operation timeout, and the producer never waits for the socket.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+
+import pytest
+
+from pulsar_spark.client import ConnectError, PulsarClient
+from pulsar_spark.protocol import FrameDecoder, encode_command, pb
+from tests.support.throttle import Throttle, mbit
+
+
+def _values(client: PulsarClient, topic: str) -> list[bytes]:
+    return [v for b in client.read_batches(topic) for v in b.column("value").to_pylist()]
+
+
+def _sink() -> tuple[socket.socket, list[int]]:
+    """A listening socket whose one connection is read to the end; its byte count."""
+    server = socket.create_server(("127.0.0.1", 0))
+    got = [0]
+
+    def drain() -> None:
+        conn, _ = server.accept()
+        with conn:
+            while data := conn.recv(65536):
+                got[0] += len(data)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return server, got
+
+
+def test_the_throttle_paces_bytes_and_adds_delay(pulsar_lite, fault_proxy) -> None:
+    # Delay: a CONNECT round trip through 0.2 s one way and 0.3 s the other.
+    proxy = fault_proxy(pulsar_lite, to_broker=Throttle(delay=0.2), to_client=Throttle(delay=0.3))
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+        connect = pb.BaseCommand(
+            type=pb.BaseCommand.CONNECT,
+            connect=pb.CommandConnect(client_version="links", protocol_version=21),
+        )
+        started = time.monotonic()
+        sock.sendall(encode_command(connect))
+        decoder = FrameDecoder()
+        while (frame := decoder.next_frame()) is None:
+            decoder.feed(sock.recv(65536))
+        assert frame.command.type == pb.BaseCommand.CONNECTED
+        assert time.monotonic() - started >= 0.5
+    # Rate: 300 kB at 200 kB/s into a plain socket take 1.5 s.
+    server, got = _sink()
+    with server:
+        slow = fault_proxy(f"pulsar://127.0.0.1:{server.getsockname()[1]}")
+        slow.to_broker.rate = 200_000
+        started = time.monotonic()
+        with socket.create_connection(("127.0.0.1", slow.port), timeout=10) as sock:
+            sock.sendall(b"x" * 300_000)
+            assert slow.wait_for(lambda p: got[0] >= 300_000, timeout=20)
+        assert 1.2 <= time.monotonic() - started < 10
+
+
+def test_a_5_mb_message_over_a_1_mbit_link_goes_once(pulsar_lite, fault_proxy, topic_name) -> None:
+    # 5,000,000 bytes at 125,000 bytes/s: 40 s on the wire. A write used to be given
+    # 1 s for a whole frame: the connection was taken for closed, the producer sent
+    # everything again on a new one, and again, until the send timeout.
+    proxy = fault_proxy(pulsar_lite, to_broker=Throttle(rate=mbit(1)))
+    big = random.Random(5).randbytes(5_000_000)
+    with PulsarClient(proxy.service_url) as client:
+        producer = client.create_producer(topic_name, batching=False, send_timeout=180)
+        producer.send(b"before")
+        started = time.monotonic()
+        producer.send(big)  # queued: neither this thread nor the producer waits for the socket
+        producer.send(b"after")
+        assert time.monotonic() - started < 5
+        producer.flush(timeout=180)
+        elapsed = time.monotonic() - started
+        producer.close()
+    print(f"\n5 MB over 1 Mbit/s: {elapsed:.1f} s, {proxy.stats()['connections_accepted']} conn")
+    assert proxy.connections_accepted == 1  # no write was taken for a closed connection
+    assert elapsed >= 30  # the link was that slow
+    with PulsarClient(pulsar_lite.service_url) as client:
+        assert _values(client, topic_name) == [b"before", big, b"after"]
+
+
+def test_a_stalled_write_fails_within_the_operation_timeout(
+    pulsar_lite, fault_proxy, topic_name
+) -> None:
+    # A link that moves nothing at all (1 byte/s) is dead: the write is abandoned once
+    # no byte moved for the operation timeout, and the producer reports it.
+    proxy = fault_proxy(pulsar_lite)
+    with PulsarClient(proxy.service_url, operation_timeout=3) as client:
+        producer = client.create_producer(topic_name, batching=False, send_timeout=8)
+        proxy.to_broker.rate = 1.0  # from now on, for the open connection too
+        producer.send(random.Random(1).randbytes(4_000_000))
+        started = time.monotonic()
+        with pytest.raises(Exception, match=r"(?i)timeout|timed out|within|no byte"):
+            producer.flush(timeout=30)
+        assert time.monotonic() - started < 25
+        proxy.to_broker.rate = None
+
+
+def _assert_clear(exc: ConnectError, expected: str) -> None:
+    text = str(exc)
+    assert "TLS" in text or "tls" in text, text
+    assert expected in text, text
+
+
+def test_a_tls_broker_given_plain_pulsar_fails_clearly_in_time(
+    apache_pulsar_secure, topic_name
+) -> None:
+    broker = apache_pulsar_secure
+    url = broker.service_url.replace("pulsar+ssl://", "pulsar://")
+    started = time.monotonic()
+    with PulsarClient(url, connect_timeout=5) as client, pytest.raises(ConnectError) as caught:
+        client.create_producer(topic_name)
+    elapsed = time.monotonic() - started
+    print(f"\nTLS broker given pulsar://: {elapsed:.1f} s: {caught.value}")
+    assert elapsed < 5 + 3
+    _assert_clear(caught.value, "pulsar+ssl://")
+
+
+def test_a_plain_broker_given_pulsar_ssl_fails_clearly_in_time(
+    apache_pulsar_secure, topic_name
+) -> None:
+    broker = apache_pulsar_secure
+    url = broker.plain_service_url.replace("pulsar://", "pulsar+ssl://")
+    started = time.monotonic()
+    with PulsarClient(url, connect_timeout=5) as client, pytest.raises(ConnectError) as caught:
+        client.create_producer(topic_name)
+    elapsed = time.monotonic() - started
+    print(f"\nplain broker given pulsar+ssl://: {elapsed:.1f} s: {caught.value}")
+    assert elapsed < 5 + 3
+    _assert_clear(caught.value, "plain pulsar://")
