@@ -292,3 +292,39 @@ def test_the_protobuf_schema_option_and_planning_with_it(tmp_path) -> None:
     plan = plan_read_schema(NoRegistry(), options, ["t"])  # type: ignore[arg-type]
     assert plan.user_given and plan.origin == "option protobufSchema"
     assert plan.arrow.field("value").type.names == ["id", "name", "qty"]
+
+
+def test_protobuf_schemas_with_field_numbers(read_pulsar, apache_pulsar, topic_name, shop) -> None:
+    """PROTOBUF (not native): an Avro schema and, in ``__PARSING_INFO__``, the top-level
+    field numbers, as the Java client's Schema.PROTOBUF registers them."""
+    url = apache_pulsar.service_url
+    avro = {
+        "type": "record",
+        "name": "Order",
+        "namespace": "spark_shop",
+        "fields": [
+            {"name": "id", "type": "long", "default": 0},
+            {"name": "name", "type": "string", "default": ""},
+            {"name": "tags", "type": {"type": "array", "items": "string"}, "default": []},
+        ],
+    }
+    parsing = [
+        {"number": 1, "name": "id", "type": "INT64", "label": "LABEL_OPTIONAL", "definition": None},
+        {"number": 2, "name": "name", "type": "STRING", "label": "LABEL_OPTIONAL",
+         "definition": None},
+        {"number": 4, "name": "tags", "type": "STRING", "label": "LABEL_REPEATED",
+         "definition": None},
+    ]  # fmt: skip
+    info = SchemaInfo(
+        SchemaType.PROTOBUF,
+        "Order",
+        json.dumps(avro).encode(),
+        {"__PARSING_INFO__": json.dumps(parsing)},
+    )
+    with PulsarClient(url) as client, client.create_producer(topic_name, schema=info) as producer:
+        for msg in (shop.Order(id=1, name="a", tags=["x"], price=3.0), shop.Order(id=2)):
+            producer.send(msg.SerializeToString())  # price (3) is not in the schema: skipped
+    df = read_pulsar(url, topic=topic_name)
+    assert df.schema["value"].dataType.names == ["id", "name", "tags"]
+    rows = sorted(tuple(r) for r in df.select("value.*").collect())
+    assert rows == [(1, "a", ["x"]), (2, "", [])]
