@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import re
+import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pyarrow as pa
 
+from ..protocol.errors import PulsarError
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
 from ..protocol.schema_info import SchemaInfo
@@ -23,12 +26,15 @@ from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
 from .reader import PartitionReader, message_id_at_time
 from .reader_session import first_entry, last_message_id
+from .retry import Action, Backoff, classify
 from .routing import PartitionedProducer
 from .schemas import SchemaRegistry, VersionedSchema
 from .sinks import MessageRef
 from .subscription import acknowledge_cumulative, unsubscribe
 
 __all__ = ["MessageRef", "PulsarClient", "parse_position", "publish_time_ms"]
+
+_log = logging.getLogger(__name__)
 
 
 class PulsarClient:
@@ -217,6 +223,20 @@ class PulsarClient:
 
     # -- writing -----------------------------------------------------------------
 
+    def _partitions_retried(self, name: TopicName) -> int:
+        """Partition count of ``name``, retried as :func:`.retry.classify` allows."""
+        deadline = time.monotonic() + self._lookup.config.operation_timeout
+        backoff = Backoff()
+        while True:
+            try:
+                return self._lookup.partitions(name)
+            except PulsarError as exc:  # noqa: PERF203 (a retry loop)
+                delay = backoff.next()
+                if classify(exc) is Action.FATAL or time.monotonic() + delay > deadline:
+                    raise
+                _log.info("partitions of %s: %s; again in %.1f s", name, exc, delay)
+                time.sleep(delay)
+
     def create_producer(
         self,
         topic: str,
@@ -236,7 +256,7 @@ class PulsarClient:
         ``IncompatibleSchemaError`` naming the topic and the schema type).
         """
         name = parse_topic(topic)
-        count = 0 if name.partition >= 0 else self._lookup.partitions(name)
+        count = 0 if name.partition >= 0 else self._partitions_retried(name)
         if count == 0:
             return Producer(
                 self._lookup, name, compression=compression, batching=batching, **options

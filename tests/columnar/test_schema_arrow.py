@@ -231,7 +231,7 @@ def test_unmappable_schemas_name_the_field_and_topic(schema: Any, text: str) -> 
         arrow_type(SchemaInfo.avro(json.dumps(schema)), topic="persistent://p/n/t")
 
 
-@pytest.mark.parametrize("kind", [T.PROTOBUF, T.PROTOBUF_NATIVE, T.AUTO_CONSUME])
+@pytest.mark.parametrize("kind", [T.AUTO_CONSUME])
 def test_types_without_a_mapping(kind: SchemaType) -> None:
     with pytest.raises(
         UnmappableSchema, match=f"topic t: {kind.name} schemas have no Arrow mapping"
