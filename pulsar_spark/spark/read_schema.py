@@ -4,8 +4,9 @@
 its schema (``load()``). The reader schema is, in order:
 
 1. none with ``schemaMode=raw``: binary ``value`` and ``key``, as before schemas;
-2. the user's (``avroSchema``, ``jsonSchema``, ``protobufSchema``), which also
-   decodes topics whose broker keeps no schema (pulsar-lite has no registry at all);
+2. the user's (``avroSchema``, ``jsonSchema``; ``protobufSchema`` once
+   :class:`PulsarOptions` has a ``protobuf_schema`` field), which also decodes
+   topics whose broker keeps no schema (pulsar-lite has no registry at all);
 3. the topics' latest schema at planning time (``latest_schema``: answered at
    once, None, on pulsar-lite). Every topic read must have the same one;
    topics without a schema or with BYTES keep binary ``value``.
@@ -186,8 +187,7 @@ def plan_read_schema(client: PulsarClient, options: PulsarOptions, topics: list[
         )
         msg = (
             f"the topics read have different schemas ({listed}). Read them apart, give "
-            "one schema (avroSchema, jsonSchema or protobufSchema), or set schemaMode=raw "
-            "to read bytes."
+            "one schema (avroSchema or jsonSchema), or set schemaMode=raw to read bytes."
         )
         raise TopicSchemaError(msg)
     if not found or None in kinds:
