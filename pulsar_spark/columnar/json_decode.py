@@ -16,6 +16,10 @@ halves until the bad rows are found, so the error names the row. Schemas with
 maps or bytes (which Arrow's reader cannot build) are decoded per value with
 Python's ``json`` module instead: correct, but not columnar.
 
+Dates, times and timestamps written as ISO-8601 text (producers that format
+them themselves) make the columnar parse fail: such a batch is decoded per
+value in Python, where :func:`.iso_time.iso_ticks` reads the text.
+
 Fields missing from a value read as null (Jackson omits nulls), so every
 field of the result is nullable; fields the schema does not name are ignored.
 """
@@ -38,6 +42,7 @@ import pyarrow.json as pj
 from .arrays import Ints, Mask
 from .avro_lanes import expand
 from .avro_schema import AvroType, parse_avro
+from .iso_time import iso_ticks
 from .schema_arrow import EnumMode, avro_arrow_type
 from .schema_errors import SchemaDecodeError
 
@@ -69,6 +74,8 @@ class JsonPlan:
         self.columnar = pa.types.is_struct(self.type) and _arrow_readable(self.type)
         if self.columnar:
             self.parse_schema = pa.schema(list(_storage(self.type)))
+        #: Whether the type has date, time or timestamp fields (which may come as text).
+        self.temporal = _has_temporal(self.type)
 
     def decode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
         """One struct per JSON object (null where ``values`` is null).
@@ -126,6 +133,8 @@ class JsonPlan:
         parsed = self._parse(values)
         if parsed is not None:
             return parsed
+        if self.temporal:  # dates or times as ISO-8601 text, perhaps: each value in Python
+            return self._python(values, rows, errors, collect)
         # Find the bad values: halves until each part parses or is one value.
         good = np.ones(len(values), bool)
         stack = [(0, len(values))]
@@ -273,6 +282,16 @@ def _arrow_readable(dtype: pa.DataType) -> bool:
     return True
 
 
+def _has_temporal(dtype: pa.DataType) -> bool:
+    if pa.types.is_struct(dtype):
+        return any(_has_temporal(f.type) for f in dtype)
+    if pa.types.is_list(dtype):
+        return _has_temporal(dtype.value_type)
+    if pa.types.is_map(dtype):
+        return _has_temporal(dtype.item_type)
+    return bool(pa.types.is_temporal(dtype))
+
+
 def _storage(dtype: pa.DataType) -> pa.DataType:
     """The type the JSON reader builds: temporal types as their numbers, enums as text."""
     if pa.types.is_struct(dtype):
@@ -324,6 +343,8 @@ def _convert(value: Any, dtype: pa.DataType) -> Any:
         except (binascii.Error, TypeError):
             msg = "bytes that are not base64 text"
             raise ValueError(msg) from None
+    if isinstance(value, str) and pa.types.is_temporal(dtype):
+        return iso_ticks(value, dtype)
     if isinstance(value, bool) != pa.types.is_boolean(dtype):
         msg = f"a JSON {type(value).__name__} for {dtype}"
         raise TypeError(msg)

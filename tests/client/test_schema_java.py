@@ -7,8 +7,6 @@ and a Java consumer of each typed schema (and one with ``AUTO_CONSUME``) reads t
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import struct
 from typing import Any
 
@@ -21,8 +19,10 @@ from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
 from tests.support.java_client import (
     LOCAL_TIME_NANOS,
     PRIMITIVE_EDGES,
+    from_java,
     java_consume_many,
     java_produce_many,
+    same_values,
 )
 
 
@@ -32,59 +32,6 @@ def _python(kind: str, column: pa.Array) -> list[Any]:
     if kind in ("TIMESTAMP", "INSTANT"):
         values = [None if v is None else v.replace(tzinfo=None) for v in values]
     return values
-
-
-def _same(got: list[Any], expected: list[Any]) -> bool:
-    """Equal, NaN equal to NaN and -0.0 told from 0.0."""
-    if len(got) != len(expected):
-        return False
-    for a, b in zip(got, expected, strict=True):
-        if isinstance(a, float) and isinstance(b, float):
-            if not (math.isnan(a) and math.isnan(b)) and repr(a) != repr(b):
-                return False
-        elif a != b or type(a) is not type(b):
-            return False
-    return True
-
-
-def _ms_of(value: dt.date | dt.datetime | dt.time) -> int:
-    """Milliseconds since the epoch (a date: its midnight), or of the day (a time)."""
-    if isinstance(value, dt.time):
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + (
-            value.microsecond // 1000
-        )
-    if not isinstance(value, dt.datetime):
-        value = dt.datetime(value.year, value.month, value.day)
-    return (value - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
-
-
-def _java_read(kind: str, value: Any) -> Any:
-    """A value a Java consumer printed (SchemaTool's JSON) as the typed read's Python value."""
-    if value is None:
-        return None
-    if kind in ("FLOAT", "DOUBLE"):
-        return float(value)
-    if kind == "BYTES":
-        import base64
-
-        return base64.b64decode(value)
-    if kind == "DATE":
-        return dt.date(1970, 1, 1) + dt.timedelta(days=value // 86_400_000)
-    if kind == "TIME":
-        return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=value % 86_400_000)).time()
-    if kind == "TIMESTAMP":
-        return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=value)
-    if kind in ("INSTANT", "LOCAL_DATE_TIME"):
-        whole, _, fraction = value.removesuffix("Z").partition(".")
-        base = dt.datetime.fromisoformat(whole)
-        return base.replace(microsecond=int((fraction + "000000")[:6]) if fraction else 0)
-    if kind == "LOCAL_DATE":
-        return dt.date.fromisoformat(value)
-    if kind == "LOCAL_TIME":
-        whole, _, fraction = value.partition(".")
-        t = dt.time.fromisoformat(whole if whole.count(":") == 2 else whole + ":00")
-        return ((t.hour * 60 + t.minute) * 60 + t.second) * 10**9 + int((fraction + "0" * 9)[:9])
-    return value
 
 
 def test_java_primitives_read_and_written_back_by_our_client(apache_pulsar, topic_name) -> None:
@@ -109,7 +56,7 @@ def test_java_primitives_read_and_written_back_by_our_client(apache_pulsar, topi
             expected = PRIMITIVE_EDGES[kind][1]
             if kind == "LOCAL_TIME":  # time64[ns]: the nanoseconds are all there
                 assert values.cast(pa.int64()).to_pylist() == LOCAL_TIME_NANOS
-            assert _same(_python(kind, values), expected), (kind, values, expected)
+            assert same_values(_python(kind, values), expected), (kind, values, expected)
             if kind == "INSTANT":  # 12 bytes: seconds and nanoseconds, as Java wrote them
                 payloads = table.column("value").to_pylist()
                 assert struct.unpack(">qi", payloads[2]) == (1_709_210_096, 123_456_789)
@@ -131,13 +78,13 @@ def test_java_primitives_read_and_written_back_by_our_client(apache_pulsar, topi
     auto = java_consume_many(url, {back[k]: ("AUTO_CONSUME", n) for k, n in counts.items()})
     for kind, (_, expected) in PRIMITIVE_EDGES.items():
         for got in (typed[back[kind]], auto[back[kind]]):
-            values = [_java_read(kind, m["value"]) for m in got]
+            values = [from_java(kind, m["value"]) for m in got]
             if kind == "LOCAL_TIME":
                 assert values == LOCAL_TIME_NANOS
                 continue
             if kind == "FLOAT":  # Java prints the float; compare as 32-bit floats
                 values = [None if v is None else _f32(v) for v in values]
-            assert _same(values, expected), (kind, got, expected)
+            assert same_values(values, expected), (kind, got, expected)
             versions = {m["schemaVersion"] for m in got}
             assert versions == ({None} if kind == "BYTES" else {0}), kind
 

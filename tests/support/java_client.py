@@ -21,6 +21,7 @@ import datetime as dt
 import fcntl
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -35,6 +36,7 @@ __all__ = [
     "PRIMITIVE_EDGES",
     "JavaClientError",
     "avro",
+    "from_java",
     "java_consume",
     "java_consume_many",
     "java_produce",
@@ -42,6 +44,7 @@ __all__ = [
     "java_produce_protobuf_native",
     "json_schema",
     "key_value",
+    "same_values",
     "tool_classes",
 ]
 
@@ -335,3 +338,44 @@ PRIMITIVE_EDGES: dict[str, tuple[list[Any], list[Any]]] = {
 
 #: LOCAL_TIME as our client's Arrow column holds it (time64 ns): nanoseconds of the day.
 LOCAL_TIME_NANOS = [*(_nanos_of_day(v) for v in _LOCAL_TIMES), None]
+
+
+def same_values(got: list[Any], expected: list[Any]) -> bool:
+    """Equal lists, of the same Python types, NaN equal to NaN and -0.0 told from 0.0."""
+    if len(got) != len(expected):
+        return False
+    for a, b in zip(got, expected, strict=True):
+        if isinstance(a, float) and isinstance(b, float):
+            if not (math.isnan(a) and math.isnan(b)) and repr(a) != repr(b):
+                return False
+        elif a != b or type(a) is not type(b):
+            return False
+    return True
+
+
+def from_java(kind: str, value: Any) -> Any:
+    """A value of primitive type ``kind`` as a Java consumer printed it (SchemaTool's JSON),
+    as :data:`PRIMITIVE_EDGES` holds it (LOCAL_TIME: nanoseconds of the day)."""
+    if value is None:
+        return None
+    if kind in ("FLOAT", "DOUBLE"):
+        return float(value)
+    if kind == "BYTES":
+        return base64.b64decode(value)
+    if kind == "DATE":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value // 86_400_000)
+    if kind == "TIME":
+        return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=value % 86_400_000)).time()
+    if kind == "TIMESTAMP":
+        return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=value)
+    if kind in ("INSTANT", "LOCAL_DATE_TIME"):
+        whole, _, fraction = value.removesuffix("Z").partition(".")
+        base = dt.datetime.fromisoformat(whole)
+        return base.replace(microsecond=int((fraction + "000000")[:6]) if fraction else 0)
+    if kind == "LOCAL_DATE":
+        return dt.date.fromisoformat(value)
+    if kind == "LOCAL_TIME":
+        whole, _, fraction = value.partition(".")
+        t = dt.time.fromisoformat(whole if whole.count(":") == 2 else whole + ":00")
+        return ((t.hour * 60 + t.minute) * 60 + t.second) * 10**9 + int((fraction + "0" * 9)[:9])
+    return value

@@ -4,7 +4,8 @@
 //   SchemaTool produce <serviceUrl> batch|nobatch
 //       stdin: one JSON object per message: {"topic", "schema": <spec>, "value"} (and "key"
 //       for KEY_VALUE; "messageKey" sets the message key of any other schema). One producer
-//       per topic, made with the schema of the topic's first line.
+//       per topic and schema, made at the first line that names them (and closed at the end,
+//       so a topic can get messages of two schema versions in one run).
 //       stdout: {"sent": n}
 //   SchemaTool consume <serviceUrl> <jobs> <timeout seconds>
 //       jobs: a JSON list of {"topic", "schema": <spec>, "count"}; each topic is read from the
@@ -40,6 +41,7 @@ import com.google.protobuf.Message;
 import com.google.protobuf.TimestampProto;
 import com.google.protobuf.util.JsonFormat;
 import java.io.BufferedReader;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -73,6 +75,7 @@ import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.TypedMessageBuilder;
 import org.apache.pulsar.client.api.schema.GenericObject;
 import org.apache.pulsar.client.api.schema.SchemaDefinition;
+import org.apache.pulsar.client.api.schema.SchemaReader;
 import org.apache.pulsar.client.impl.schema.ProtobufNativeSchemaUtils;
 import org.apache.pulsar.common.schema.KeyValue;
 import org.apache.pulsar.common.schema.KeyValueEncodingType;
@@ -152,13 +155,41 @@ public final class SchemaTool {
                 return Schema.AVRO(SchemaDefinition.builder()
                     .withJsonDef(spec.get("schema").toString()).build());
             case "JSON":
-                return Schema.JSON(SchemaDefinition.builder().withPojo(JsonNode.class)
-                    .withJsonDef(spec.get("schema").toString()).build());
+                // Values are Jackson trees, written and read as they are.
+                return Schema.JSON(SchemaDefinition.<JsonNode>builder()
+                    .withJsonDef(spec.get("schema").toString())
+                    .withSchemaReader(new TreeReader()).withSchemaWriter(SchemaTool::jsonBytes)
+                    .build());
             case "KEY_VALUE":
                 return Schema.KeyValue(schema(spec.get("key")), schema(spec.get("value")),
                     KeyValueEncodingType.valueOf(spec.get("encoding").asText()));
             default:
                 throw new IllegalArgumentException("unknown schema " + spec);
+        }
+    }
+
+    static byte[] jsonBytes(JsonNode tree) {
+        return tree.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** JSON values as Jackson trees. */
+    static final class TreeReader implements SchemaReader<JsonNode> {
+        @Override
+        public JsonNode read(byte[] bytes, int offset, int length) {
+            try {
+                return JSON.readTree(new String(bytes, offset, length, StandardCharsets.UTF_8));
+            } catch (Exception e) {
+                throw new IllegalArgumentException(e);
+            }
+        }
+
+        @Override
+        public JsonNode read(InputStream in) {
+            try {
+                return JSON.readTree(in);
+            } catch (Exception e) {
+                throw new IllegalArgumentException(e);
+            }
         }
     }
 
@@ -230,13 +261,14 @@ public final class SchemaTool {
                 JsonNode row = JSON.readTree(line);
                 String topic = row.get("topic").asText();
                 JsonNode spec = row.get("schema");
-                Producer producer = producers.get(topic);
+                String id = topic + " " + spec;
+                Producer producer = producers.get(id);
                 if (producer == null) {
                     producer = client.newProducer(schema(spec)).topic(topic)
                         .enableBatching(batch)
                         .batchingMaxPublishDelay(50, TimeUnit.MILLISECONDS)
                         .blockIfQueueFull(true).create();
-                    producers.put(topic, producer);
+                    producers.put(id, producer);
                 }
                 TypedMessageBuilder message = producer.newMessage();
                 Object value;

@@ -1,0 +1,104 @@
+"""ISO-8601 text as the numbers behind Arrow's date, time and timestamp types, for JSON values
+whose temporal fields arrive as text instead of the Avro schema's numbers.
+
+Producers that serialize dates and times themselves (Python's ``isoformat()``,
+Jackson with ``WRITE_DATES_AS_TIMESTAMPS`` off, JavaScript's ``toISOString()``)
+write ``"2024-01-02T03:04:05.678Z"`` where Pulsar's JSON schema (an Avro
+schema) says ``timestamp-millis``. Accepted::
+
+    date                 YYYY-MM-DD
+    time                 HH:MM[:SS[.fraction]]
+    timestamp (UTC)      YYYY-MM-DD(T| )HH:MM[:SS[.fraction]][Z|±HH[:MM]]   (no zone: UTC)
+    timestamp (no zone)  the same without a zone (a zone is refused: the value is a wall time)
+
+Fractions of up to nine digits are rounded down to the type's unit, as the
+Java client rounds times down. Anything else is a ``ValueError`` that quotes
+the text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pyarrow as pa
+
+__all__ = ["iso_ticks"]
+
+_DATE = r"(\d{4})-(\d{2})-(\d{2})"
+_TIME = r"(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
+_ZONE = r"(Z|z|[+-]\d{2}(?::?\d{2})?)?"
+_DATE_RE = re.compile(_DATE)
+_TIME_RE = re.compile(_TIME)
+_STAMP_RE = re.compile(_DATE + r"[Tt ]" + _TIME + _ZONE)
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+class _Refused(ValueError):
+    """A refusal whose message already says what is wrong."""
+
+
+def _fraction(digits: str | None, per: int) -> int:
+    """The ticks (``per`` a second) of a decimal fraction of a second, rounded down."""
+    if not digits:
+        return 0
+    return int(digits.ljust(9, "0")) * per // 1_000_000_000
+
+
+def _offset_seconds(zone: str | None, text: str) -> int:
+    if not zone or zone in ("Z", "z"):
+        return 0
+    sign = -1 if zone[0] == "-" else 1
+    hours, minutes = int(zone[1:3]), int(zone[-2:]) if len(zone) > 3 else 0
+    if hours > 18 or minutes > 59:
+        msg = f"a zone offset out of range ({zone}): {text!r}"
+        raise _Refused(msg)
+    return sign * (hours * 3600 + minutes * 60)
+
+
+def iso_ticks(text: str, dtype: pa.DataType) -> int:
+    """The number Arrow stores for ``text`` as ``dtype`` (a date, time or timestamp type):
+    days, ticks of the day, or ticks since the epoch in ``dtype``'s unit.
+
+    Raises:
+        ValueError: text that is not ISO-8601 of that kind, quoting it.
+    """
+    try:
+        if pa.types.is_date(dtype):
+            m = _DATE_RE.fullmatch(text)
+            if m is None:
+                raise ValueError
+            day = dt.date(int(m[1]), int(m[2]), int(m[3]))
+            days = (day - _EPOCH.date()).days
+            return days if pa.types.is_date32(dtype) else days * 86_400_000
+        if pa.types.is_time(dtype):
+            m = _TIME_RE.fullmatch(text)
+            if m is None:
+                raise ValueError
+            per = _PER_SECOND[dtype.unit]
+            t = dt.time(int(m[1]), int(m[2]), int(m[3] or 0))
+            seconds = (t.hour * 60 + t.minute) * 60 + t.second
+            return seconds * per + _fraction(m[4], per)
+        if pa.types.is_timestamp(dtype):
+            m = _STAMP_RE.fullmatch(text)
+            if m is None:
+                raise ValueError
+            if m[8] and dtype.tz is None:
+                msg = f"a time with a zone ({text!r}) for a local timestamp, which has none"
+                raise _Refused(msg)
+            wall = dt.datetime(
+                int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6] or 0)
+            )
+            seconds = (wall - _EPOCH) // dt.timedelta(seconds=1) - _offset_seconds(m[8], text)
+            per = _PER_SECOND[dtype.unit]
+            return seconds * per + _fraction(m[7], per)
+    except _Refused:
+        raise
+    except ValueError as exc:  # no match, or a day or time out of range
+        reason = f" ({exc})" if exc.args else ""
+    else:
+        reason = ""
+    kind = "date" if pa.types.is_date(dtype) else "time" if pa.types.is_time(dtype) else ""
+    msg = f"text that is not an ISO-8601 {kind or 'timestamp'} of {dtype}: {text!r}{reason}"
+    raise ValueError(msg)

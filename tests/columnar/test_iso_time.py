@@ -1,0 +1,98 @@
+"""ISO-8601 text in JSON values' date, time and timestamp fields (columnar/iso_time and the
+JSON decoder's fallback to it)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pulsar_spark.columnar.iso_time import iso_ticks
+from pulsar_spark.columnar.json_decode import JsonPlan
+from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+
+UTC_US = pa.timestamp("us", tz="UTC")
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+@given(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)))
+def test_isoformat_of_any_datetime_reads_back(value: dt.datetime) -> None:
+    micros = (value - EPOCH) // dt.timedelta(microseconds=1)
+    assert iso_ticks(value.isoformat(), pa.timestamp("us")) == micros
+    assert iso_ticks(value.isoformat() + "Z", UTC_US) == micros
+    assert iso_ticks(value.isoformat(), UTC_US) == micros  # no zone: UTC
+    assert iso_ticks(value.isoformat(sep=" ") + "+00:00", UTC_US) == micros
+    assert iso_ticks(value.isoformat(), pa.timestamp("ms")) == micros // 1000  # rounded down
+    shifted = value + dt.timedelta(hours=5, minutes=30)
+    assert iso_ticks(shifted.isoformat() + "+05:30", UTC_US) == micros
+    assert iso_ticks(value.date().isoformat(), pa.date32()) == (value.date() - EPOCH.date()).days
+    of_day = (value - value.replace(hour=0, minute=0, second=0, microsecond=0)) // dt.timedelta(
+        microseconds=1
+    )
+    assert iso_ticks(value.time().isoformat(), pa.time64("us")) == of_day
+    assert iso_ticks(value.time().isoformat(), pa.time32("ms")) == of_day // 1000
+
+
+def test_nanosecond_fractions_round_down() -> None:
+    assert iso_ticks("1969-12-31T23:59:59.999999999Z", UTC_US) == -1
+    assert iso_ticks("1970-01-01T00:00:00.000000001Z", pa.timestamp("ns", tz="UTC")) == 1
+    assert iso_ticks("23:59:59.9999", pa.time32("ms")) == 86_399_999
+
+
+@pytest.mark.parametrize(
+    ("text", "dtype", "reason"),
+    [
+        ("2024-01-02T03:04:05Z", pa.timestamp("us"), "a time with a zone"),
+        ("2024-13-01", pa.date32(), "month must be in 1..12"),
+        ("yesterday", UTC_US, "not an ISO-8601 timestamp"),
+        ("2024-01-02T03:04:05+19:00", UTC_US, "zone offset out of range"),
+        ("25:00", pa.time32("ms"), "not an ISO-8601 time"),
+    ],
+)
+def test_bad_text_is_refused_quoting_it(text: str, dtype: pa.DataType, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason) as refused:
+        iso_ticks(text, dtype)
+    assert repr(text) in str(refused.value)
+
+
+EVENT = {
+    "type": "record",
+    "name": "Event",
+    "fields": [
+        {"name": "n", "type": "int"},
+        {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+    ],
+}
+
+
+def test_json_values_with_iso_text_and_numbers_in_one_batch() -> None:
+    plan = JsonPlan(json.dumps(EVENT))
+    values = pa.array(
+        [
+            b'{"n": 1, "at": 1700000000123, "day": 1}',
+            b'{"n": 2, "at": "2024-01-02T03:04:05.678+01:00", "day": "1969-12-31"}',
+            None,
+            b'{"n": 3, "at": null, "day": 0}',
+        ]
+    )
+    got = plan.decode(values).to_pylist()
+    utc = dt.timezone.utc
+    assert [None if r is None else (r["n"], r["at"], r["day"]) for r in got] == [
+        (1, dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=utc), dt.date(1970, 1, 2)),
+        (2, dt.datetime(2024, 1, 2, 2, 4, 5, 678000, tzinfo=utc), dt.date(1969, 12, 31)),
+        None,
+        (3, None, dt.date(1970, 1, 1)),
+    ]
+    bad = pa.array([b'{"n": 1, "at": 5, "day": 1}', b'{"n": 2, "at": "soon", "day": 1}'])
+    with pytest.raises(SchemaDecodeError, match="'soon'") as failed:
+        plan.decode(bad)
+    assert failed.value.row == 1
+    column, errors = plan.decode_collect(bad)
+    assert column.to_pylist()[1] is None
+    assert errors.to_pylist()[0] is None
+    assert "not an ISO-8601 timestamp" in errors.to_pylist()[1]
