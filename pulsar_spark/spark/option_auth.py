@@ -3,17 +3,23 @@
 ``pulsar.client.authPluginClassName`` takes the Java client's class names
 (or ``token``, ``basic``, ``tls``, ``oauth2``); ``pulsar.client.authParams``
 the Java client's parameter formats. :func:`auth_spec` checks the two
-together. Nothing here imports pyspark.
+together. No error shows a credential: parameter errors name the option and the
+missing keys, never a value, and a plugin value is echoed only when it looks like a
+class name. Nothing here imports pyspark.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 from dataclasses import dataclass
 
 from .errors import PulsarOptionError
 
 __all__ = ["AuthSpec", "auth_plugin", "auth_spec"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,13 +44,30 @@ _AUTH_CLASSES = {
 }  # fmt: skip
 
 
+#: A Java class name (or a short name): what an error may echo of the plugin option.
+_CLASS_NAME = re.compile(r"[A-Za-z_$][\w$]{0,63}(\.[A-Za-z_$][\w$]{0,63}){0,15}")
+
+
+def _shown_plugin(value: str) -> str:
+    """``value`` quoted when it looks like a class name; otherwise a note, never the
+    value: a token or a password pasted into the wrong option must not reach a log."""
+    found = value.strip()
+    if _CLASS_NAME.fullmatch(found) and not found.startswith("eyJ"):  # JWTs start so
+        return repr(found)
+    return (
+        "(a value that is not a class name, not shown in case it is a credential: "
+        "credentials go in pulsar.client.authParams)"
+    )
+
+
 def auth_plugin(name: str, value: str) -> str:
     """The plugin's kind: token, basic, tls or oauth2."""
     kind = _AUTH_CLASSES.get(value.strip().lower())
     if kind is None:
         known = sorted(k for k in _AUTH_CLASSES if "." in k)
         short = ", ".join(sorted(set(_AUTH_CLASSES.values())))
-        msg = f"unsupported plugin {value!r}; supported: {', '.join(known)} (or {short})"
+        shown = _shown_plugin(value)
+        msg = f"unsupported plugin {shown}; supported: {', '.join(known)} (or {short})"
         raise PulsarOptionError(name, msg)
     return kind
 
@@ -67,6 +90,23 @@ def _split_params(name: str, value: str) -> dict[str, str]:
             raise PulsarOptionError(name, "expected JSON or key:value,key:value")
         params[key.strip()] = item.strip()
     return params
+
+
+_warned: set[str] = set()
+
+
+def _warn_bare_token(params_name: str) -> None:
+    """Once per process: a bare token is shown by Spark in streaming plans."""
+    if params_name in _warned:
+        return
+    _warned.add(params_name)
+    log.warning(
+        "%s holds a bare token: Spark redacts an option in plans only when its key or "
+        "value matches spark.redaction.regex or spark.sql.redaction.options.regex, so a "
+        "stream's explain() can show it. Write token:<jwt> or file:///path/to/token, or "
+        "add authParams to spark.sql.redaction.options.regex",
+        params_name,
+    )
 
 
 _REQUIRED_PARAMS = {
@@ -96,6 +136,8 @@ def auth_spec(
             items = {"file": found_text}
         else:
             items = {"token": found_text} if found_text else {}
+            if found_text:
+                _warn_bare_token(params_name)
         if not items:
             raise PulsarOptionError(
                 params_name, "token authentication needs token:<jwt> or file:///path/to/token"
