@@ -7,7 +7,9 @@ Apache Pulsar 4.0 (the Java side: ``tests/support/java_client``, one JVM per sce
   ``KeyValue<STRING, JSON>``), null keys and null values, read as typed ``key`` and ``value``;
 - Spark's typed writes (AVRO, JSON, primitives, KEY_VALUE both ways) read by Java consumers
   of the matching schema and by ``AUTO_CONSUME``;
-- AVRO v1 then v2 from Java, read in one query in v2's shape.
+- AVRO v1 then v2 from Java, read in one query in v2's shape;
+- PROTOBUF_NATIVE from Java (a ``DynamicMessage``, the ``google.protobuf.Timestamp``
+  dependency in its descriptor set) read as a typed struct.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import math
 import struct
 from decimal import Decimal
 from typing import Any
@@ -35,6 +38,7 @@ from tests.support.java_client import (
     from_java,
     java_consume_many,
     java_produce_many,
+    java_produce_protobuf_native,
     json_schema,
     key_value,
     same_values,
@@ -410,3 +414,65 @@ def test_spark_writes_read_by_java_typed_consumers(spark, apache_pulsar, topic_n
             printed = [from_java(kind, m["value"]) for m in got[t[kind]]]
             assert same_values(printed, values), (kind, printed, values)
             assert {m["schemaVersion"] for m in got[t[kind]]} == {0}, kind
+
+
+# ---------------------------------------------------------------------------
+# PROTOBUF_NATIVE from Java (a DynamicMessage of a descriptor built in Java)
+# ---------------------------------------------------------------------------
+
+
+def test_java_protobuf_native_read_as_typed_columns(read_pulsar, apache_pulsar, topic_name):
+    url = apache_pulsar.service_url
+    orders = [
+        {
+            "id": "1",
+            "name": "one",
+            "score": 2.5,
+            "tags": [1, -2],
+            "item": {"sku": "s", "qty": 3},
+            "status": "DONE",
+            "ok": True,
+            "blob": "AP8=",
+            "at": "2024-02-29T12:34:56.123456789Z",
+        },
+        {},  # every field at its proto3 default
+        {"id": str(-(2**63)), "name": "é", "score": "NaN", "at": "1969-12-31T23:59:59.999999999Z"},
+    ]
+    java_produce_protobuf_native(url, topic_name, orders)
+    with PulsarClient(url) as client:
+        found = client.latest_schema(topic_name)
+    assert found is not None
+    assert found.info.type is SchemaType.PROTOBUF_NATIVE
+    data = json.loads(found.info.data)
+    assert (data["rootMessageTypeName"], data["rootFileDescriptorName"]) == (
+        "pulsar_spark.test.Order",
+        "pulsar_spark/order.proto",
+    )
+    df = read_pulsar(url, topic=topic_name)
+    assert df.schema["value"].dataType.simpleString() == (
+        "struct<id:bigint,name:string,score:double,tags:array<int>,"
+        "item:struct<sku:string,qty:int>,status:string,ok:boolean,blob:binary,at:timestamp>"
+    )
+    rows = [_plain(r.value) for r in df.select("value").collect()]
+    assert rows[0] == {
+        "id": 1,
+        "name": "one",
+        "score": 2.5,
+        "tags": [1, -2],
+        "item": {"sku": "s", "qty": 3},
+        "status": "DONE",
+        "ok": True,
+        "blob": b"\x00\xff",
+        "at": dt.datetime(2024, 2, 29, 12, 34, 56, 123456),  # nanoseconds rounded down
+    }
+    defaults = {"id": 0, "name": "", "tags": [], "item": None, "status": "NEW", "ok": False}
+    assert rows[1] == {**defaults, "score": 0.0, "blob": b"", "at": None}
+    last = rows[2]
+    assert math.isnan(last.pop("score"))
+    assert last == {
+        **defaults,
+        "id": -(2**63),
+        "name": "é",
+        "blob": b"",
+        "at": dt.datetime(1969, 12, 31, 23, 59, 59, 999999),
+    }
