@@ -138,9 +138,9 @@ OPTIONS: tuple[Option, ...] = (
            "backlog shows the query's progress); none by default"),
     Option("schemaMode", (), ALL, sch.schema_mode, "schema_mode", "auto",
            "`auto`: reads decode `value` (and a KEY_VALUE topic's `key`) with the topic's "
-           "schema at planning time or the one given (`avroSchema`, `jsonSchema`), writes "
-           "register a schema derived from the DataFrame; `raw`: binary `value` and no schema "
-           "anywhere"),
+           "schema at planning time or the one given (`avroSchema`, `jsonSchema`, "
+           "`protobufSchema`), writes register a schema derived from the DataFrame; `raw`: "
+           "binary `value` and no schema anywhere"),
     Option("avroSchema", ("valueAvroSchema",), ALL, sch.avro_schema, "avro_schema", None,
            "an Avro schema (JSON) for values: reads decode Avro binary values into it (each "
            "message's own schema version, if any, resolves into it), on any broker; writes "
@@ -148,6 +148,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("jsonSchema", ("valueJsonSchema",), READ, sch.json_schema, "json_schema", None,
            "JSON values' type: a Spark DDL string (`id BIGINT, name STRING`) or an Avro "
            "schema (JSON), for topics with no schema in the broker"),
+    Option("protobufSchema", ("valueProtobufSchema",), READ, sch.protobuf_schema,
+           "protobuf_schema", None,
+           "a protobuf message for values: PROTOBUF_NATIVE schema data (JSON) or "
+           "`pkg.Msg:<base64 FileDescriptorSet>`, for topics with no schema in the broker"),
     Option("decodeErrorMode", (), READ, sch.decode_error_mode, "decode_error_mode", "fail",
            "`fail`: a value that does not decode fails the task, naming the message id, "
            "schema version and field; `deadLetter`: its `value` is null and a `decodeError` "

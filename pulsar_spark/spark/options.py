@@ -48,11 +48,14 @@ _EXCLUSIVE = (
     ("startingOffsets", "startingTime"),
     ("endingOffsets", "endingTime"),
     ("avroSchema", "jsonSchema"),
+    ("avroSchema", "protobufSchema"),
+    ("jsonSchema", "protobufSchema"),
 )
 #: Options that raw mode (``schemaMode=raw``) has no use for.
 _TYPED_ONLY = (
     "avroSchema",
     "jsonSchema",
+    "protobufSchema",
     "decodeErrorMode",
     "valueSchemaType",
     "keyValueEncoding",
@@ -80,6 +83,7 @@ class PulsarOptions:
     schema_mode: str
     avro_schema: SchemaInfo | None
     json_schema: SchemaInfo | None
+    protobuf_schema: SchemaInfo | None
     decode_error_mode: str
     value_schema_type: str
     record_name: str

@@ -171,8 +171,7 @@ def plan_read_schema(client: PulsarClient, options: PulsarOptions, topics: list[
     if user is None:
         user, name = options.json_schema, "jsonSchema"
     if user is None:
-        # protobufSchema (option_schema.protobuf_schema), once PulsarOptions has the field.
-        user, name = getattr(options, "protobuf_schema", None), "protobufSchema"
+        user, name = options.protobuf_schema, "protobufSchema"
     if user is not None:
         _check_user_schema(user, name, found)
         return ReadSchema(

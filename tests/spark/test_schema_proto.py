@@ -88,6 +88,29 @@ def test_official_messages_read_as_a_struct(read_pulsar, apache_pulsar, topic_na
     assert [r.name for r in names] == ["tea"]
 
 
+def test_a_user_given_protobuf_schema_on_pulsar_lite(read_pulsar, pulsar_lite, topic_name, shop):
+    """pulsar-lite has no registry: ``protobufSchema`` (``pkg.Msg:<base64 set>``, the
+    well-known imports taken from protobuf's own copies) types the bytes of producers
+    that never registered one."""
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    url = pulsar_lite.service_url
+    sent = orders(shop)
+    with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
+        for msg in sent:
+            producer.send(msg.SerializeToString())
+    files = descriptor_pb2.FileDescriptorSet()
+    shop.DESCRIPTOR.CopyToProto(files.file.add())
+    option = "spark_shop.Order:" + base64.b64encode(files.SerializeToString()).decode()
+    df = read_pulsar(url, topic=topic_name, protobufSchema=option)
+    rows = df.orderBy("messageId").select("value.*", "schemaVersion").collect()
+    got = [r.asDict(recursive=True) for r in rows]
+    assert [g.pop("schemaVersion") for g in got] == [None] * len(sent)
+    assert got == [_as_read(order_row(m)) for m in sent]
+
+
 def test_a_stream_reads_the_struct(spark, apache_pulsar, topic_name, shop, tmp_path) -> None:
     url = apache_pulsar.service_url
     sent = orders(shop)
@@ -253,10 +276,9 @@ def test_a_version_whose_field_changed_type_says_what_changed(tmp_path) -> None:
 
 def test_the_protobuf_schema_option_and_planning_with_it(tmp_path) -> None:
     import base64
-    import dataclasses
 
     from pulsar_spark.spark.option_schema import protobuf_schema
-    from pulsar_spark.spark.options import PulsarOptionError, PulsarOptions, parse_options
+    from pulsar_spark.spark.options import PulsarOptionError, parse_options
     from pulsar_spark.spark.read_schema import plan_read_schema
 
     (v2,) = message_classes(tmp_path, "opt", EVOLVE.format(more="int32 qty = 3;"), "evolve.Order")
@@ -277,13 +299,21 @@ def test_the_protobuf_schema_option_and_planning_with_it(tmp_path) -> None:
             protobuf_schema("protobufSchema", text)
         assert "protobufSchema" in str(caught.value)
 
-    @dataclasses.dataclass(frozen=True)
-    class WithProto(PulsarOptions):
-        protobuf_schema: SchemaInfo | None = None
-
-    base = parse_options({"service.url": "pulsar://localhost:6650", "topic": "t"})
-    options = WithProto(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
-                        protobuf_schema=given)  # fmt: skip
+    options = parse_options(
+        {"service.url": "pulsar://localhost:6650", "topic": "t", "protobufSchema": json.dumps(data)}
+    )
+    assert options.protobuf_schema == given
+    with pytest.raises(PulsarOptionError, match="protobufSchema"):
+        parse_options({"service.url": "pulsar://x:6650", "topic": "t", "protobufSchema": "{}"})
+    with pytest.raises(PulsarOptionError, match="cannot be combined"):
+        parse_options(
+            {
+                "service.url": "pulsar://x:6650",
+                "topic": "t",
+                "protobufSchema": json.dumps(data),
+                "jsonSchema": "id BIGINT",
+            }
+        )
 
     class NoRegistry:
         def latest_schema(self, topic: str) -> None:
