@@ -19,6 +19,7 @@ from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
 from tests.support.java_client import (
     LOCAL_TIME_NANOS,
     PRIMITIVE_EDGES,
+    TEXTS,
     from_java,
     java_consume_many,
     java_produce_many,
@@ -37,9 +38,22 @@ def _python(kind: str, column: pa.Array) -> list[Any]:
 def test_java_primitives_read_and_written_back_by_our_client(apache_pulsar, topic_name) -> None:
     url = apache_pulsar.service_url
     topics = {kind: f"{topic_name}-{kind.lower().replace('_', '-')}" for kind in PRIMITIVE_EDGES}
-    java_produce_many(url, {topics[k]: (k, sent) for k, (sent, _) in PRIMITIVE_EDGES.items()})
+    jobs: dict[str, tuple[Any, list[Any]]] = {
+        topics[k]: (k, sent) for k, (sent, _) in PRIMITIVE_EDGES.items()
+    }
+    # STRING in UTF-16 (Java's StringSchema(charset): the __charset property).
+    jobs[f"{topic_name}-utf16"] = ({"type": "STRING", "charset": "UTF-16"}, [*TEXTS, None])
+    java_produce_many(url, jobs)
     decoded: dict[str, pa.Array] = {}
     with PulsarClient(url) as client:
+        utf16 = client.latest_schema(f"{topic_name}-utf16")
+        assert utf16 is not None
+        assert utf16.info.properties == {"__charset": "UTF-16"}
+        table = pa.Table.from_batches(list(client.read_batches(f"{topic_name}-utf16")))
+        # Java's UTF-16: big-endian, with a byte order mark.
+        assert table.column("value")[1].as_py() == b"\xfe\xff" + "héllo".encode("utf-16-be")
+        text = decode_primitive(table.column("value"), SchemaType.STRING, charset="UTF-16")
+        assert text.to_pylist() == [*TEXTS, None]
         for kind, topic in topics.items():
             schema = SchemaType[kind]
             found = client.latest_schema(topic)

@@ -34,6 +34,7 @@ from pulsar_spark.protocol.schema_info import (
 )
 from tests.support.java_client import (
     PRIMITIVE_EDGES,
+    TEXTS,
     avro,
     from_java,
     java_consume_many,
@@ -88,6 +89,21 @@ EVENT = {
         {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
     ],
 }
+ROW_KEY = {
+    "type": "record",
+    "name": "Key",
+    "namespace": "db",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "region", "type": ["null", "string"], "default": None},
+    ],
+}
+ROW = {
+    "type": "record",
+    "name": "Row",
+    "namespace": "db",
+    "fields": [{"name": "v", "type": "string"}],
+}
 _PAID = {"id": 1, "amount": 2.5, "note": "x", "at": 1_700_000_000_123, "tags": ["a", "b"]}
 PAYMENTS = [
     (1, {**_PAID, "kind": "CASH", "card": {"last4": "4242"}, "extra": {"a": 1}}),
@@ -139,7 +155,15 @@ def _plain(value: Any) -> Any:
 def test_java_primitives_read_as_typed_columns(read_pulsar, apache_pulsar, topic_name) -> None:
     url = apache_pulsar.service_url
     topics = {kind: f"{topic_name}-{kind.lower().replace('_', '-')}" for kind in PRIMITIVE_EDGES}
-    java_produce_many(url, {topics[k]: (k, sent) for k, (sent, _) in PRIMITIVE_EDGES.items()})
+    jobs: dict[str, tuple[Any, list[Any]]] = {
+        topics[k]: (k, sent) for k, (sent, _) in PRIMITIVE_EDGES.items()
+    }
+    # STRING in UTF-16 (Java's StringSchema(charset): the __charset property).
+    jobs[f"{topic_name}-utf16"] = ({"type": "STRING", "charset": "UTF-16"}, [*TEXTS, None])
+    java_produce_many(url, jobs)
+    utf16 = read_pulsar(url, topic=f"{topic_name}-utf16")
+    assert utf16.schema["value"].dataType == T.StringType()
+    assert [r.value for r in utf16.select("value").collect()] == [*TEXTS, None]
     for kind, (_, expected) in PRIMITIVE_EDGES.items():
         df = read_pulsar(url, topic=topics[kind])
         assert df.schema["value"].dataType == SPARK_TYPES[kind], kind
@@ -167,6 +191,19 @@ def test_java_key_value_topics_read_as_typed_key_and_value(
         jobs[f"{topic_name}-json-{encoding}"] = (
             key_value("STRING", json_schema(EVENT), encoding),
             EVENTS,
+        )
+        # Debezium's shape: a record key; and time types on both sides.
+        jobs[f"{topic_name}-records-{encoding}"] = (
+            key_value(avro(ROW_KEY), avro(ROW), encoding),
+            [({"id": 1, "region": "eu"}, {"v": "a"}), ({"id": 2}, None), (None, {"v": "c"})],
+        )
+        jobs[f"{topic_name}-times-{encoding}"] = (
+            key_value("INSTANT", "LOCAL_DATE", encoding),
+            [
+                ("1969-12-31T23:59:59.999999999Z", "0001-01-01"),
+                (None, "2024-02-29"),
+                ("2024-01-01T00:00:00Z", None),
+            ],
         )
     java_produce_many(url, jobs)
     payments = [
@@ -202,6 +239,28 @@ def test_java_key_value_topics_read_as_typed_key_and_value(
         ("", None),
         ("k4", {"name": "é", "count": -4, "at": dt.datetime(2024, 1, 2, 2, 4, 5, 678000)}),
     ]
+    for encoding in ("inline", "separated"):
+        records_topic, times_topic = (f"{topic_name}-{n}-{encoding}" for n in ("records", "times"))
+        del jobs[records_topic], jobs[times_topic]
+        records = read_pulsar(url, topic=records_topic)
+        assert records.schema["key"].dataType == T.StructType(
+            [T.StructField("id", T.LongType(), False), T.StructField("region", T.StringType())]
+        )
+        assert [(_plain(r.key), _plain(r.value)) for r in records.collect()] == [
+            ({"id": 1, "region": "eu"}, {"v": "a"}),
+            ({"id": 2, "region": None}, None),
+            (None, {"v": "c"}),
+        ], encoding
+        times = read_pulsar(url, topic=times_topic)
+        assert (times.schema["key"].dataType, times.schema["value"].dataType) == (
+            T.TimestampType(),
+            T.DateType(),
+        )
+        assert [tuple(r) for r in times.select("key", "value").collect()] == [
+            (dt.datetime(1969, 12, 31, 23, 59, 59, 999999), dt.date(1, 1, 1)),
+            (None, dt.date(2024, 2, 29)),
+            (dt.datetime(2024, 1, 1), None),
+        ], encoding
     for topic, (spec, _) in jobs.items():
         df = read_pulsar(url, topic=topic)
         is_avro = spec["value"]["type"] == "AVRO"

@@ -34,6 +34,7 @@ __all__ = [
     "PROTOBUF_ORDER",
     "LOCAL_TIME_NANOS",
     "PRIMITIVE_EDGES",
+    "TEXTS",
     "JavaClientError",
     "avro",
     "from_java",
@@ -280,7 +281,8 @@ _LOCAL_DATES = ["1970-01-01", "1969-12-31", "0001-01-01", "9999-12-31", "1582-10
 _FLOATS: list[Any] = [1.5, -0.0, "NaN", "Infinity", "-Infinity", 3.4028234663852886e38]
 _FLOATS.append(1.401298464324817e-45)
 _DOUBLES: list[Any] = [2.5, -1e308, 5e-324, "NaN", "-Infinity", 1.7976931348623157e308, -0.0]
-_TEXTS = ["", "héllo", "日本語 🎉", "a\x00b"]
+#: Text edge values: empty, accents, CJK and an emoji (a surrogate pair in UTF-16), NUL.
+TEXTS = ["", "héllo", "日本語 🎉", "a\x00b"]
 _BLOBS = [b"", b"\x00\xff\x10", bytes(range(256))]
 
 
@@ -307,7 +309,7 @@ PRIMITIVE_EDGES: dict[str, tuple[list[Any], list[Any]]] = {
     "FLOAT": ([*_FLOATS, None], [*(_number(v) for v in _FLOATS), None]),
     "DOUBLE": ([*_DOUBLES, None], [*(_number(v) for v in _DOUBLES), None]),
     "BOOLEAN": ([True, False, None], [True, False, None]),
-    "STRING": ([*_TEXTS, None], [*_TEXTS, None]),
+    "STRING": ([*TEXTS, None], [*TEXTS, None]),
     "BYTES": (
         [*(base64.b64encode(b).decode() for b in _BLOBS), None],
         [*_BLOBS, None],

@@ -15,7 +15,7 @@
 //
 // A schema spec is JSON: a primitive's name ("INT8" ... "LOCAL_DATE_TIME", "STRING",
 // "BYTES", "BOOLEAN"), "AUTO_CONSUME", "PROTOBUF_NATIVE" (the Order message built below), or
-// {"type": "AVRO"|"JSON", "schema": <Avro schema>} or
+// {"type": "AVRO"|"JSON", "schema": <Avro schema>}, {"type": "STRING", "charset": <name>} or
 // {"type": "KEY_VALUE", "key": <spec>, "value": <spec>, "encoding": "INLINE"|"SEPARATED"}.
 //
 // Values in JSON: numbers for INT*, FLOAT, DOUBLE (or "NaN", "Infinity", "-Infinity"), DATE,
@@ -44,6 +44,7 @@ import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
+import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.sql.Time;
 import java.sql.Timestamp;
@@ -77,6 +78,7 @@ import org.apache.pulsar.client.api.schema.GenericObject;
 import org.apache.pulsar.client.api.schema.SchemaDefinition;
 import org.apache.pulsar.client.api.schema.SchemaReader;
 import org.apache.pulsar.client.impl.schema.ProtobufNativeSchemaUtils;
+import org.apache.pulsar.client.impl.schema.StringSchema;
 import org.apache.pulsar.common.schema.KeyValue;
 import org.apache.pulsar.common.schema.KeyValueEncodingType;
 import org.apache.pulsar.common.schema.SchemaInfo;
@@ -151,6 +153,8 @@ public final class SchemaTool {
         }
         String type = spec.get("type").asText();
         switch (type) {
+            case "STRING":  // {"type": "STRING", "charset": "UTF-16"}: the __charset property
+                return new StringSchema(Charset.forName(spec.get("charset").asText()));
             case "AVRO":
                 return Schema.AVRO(SchemaDefinition.builder()
                     .withJsonDef(spec.get("schema").toString()).build());
@@ -312,6 +316,9 @@ public final class SchemaTool {
             }
             if (type.equals("JSON")) {
                 return node;
+            }
+            if (type.equals("STRING")) {
+                return node.asText();
             }
             throw new IllegalArgumentException("no values of " + spec);
         }
