@@ -35,12 +35,16 @@ class ChunkBounds:
         reader: for its topic, its partition and its ``CHUNK_WAIT`` (read at
             each use, so that a test may change it on the class).
         log: where warnings about dropped messages go.
+        max_bytes: most bytes the messages being put together may hold (a part
+            of the read's budget); beyond it the read fails, naming the message.
     """
 
-    def __init__(self, reader: _Reader, log: logging.Logger) -> None:
+    def __init__(
+        self, reader: _Reader, log: logging.Logger, *, max_bytes: int | None = None
+    ) -> None:
         self._reader = reader
         self._log = log
-        self._assembler = ChunkAssembler()
+        self._assembler = ChunkAssembler(max_bytes=max_bytes)
         #: When the last chunk came (how long a chunked message has been waited for).
         self._chunk_at = 0.0
 
@@ -48,6 +52,11 @@ class ChunkBounds:
     def pending(self) -> int:
         """Messages begun and not complete yet."""
         return self._assembler.pending
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes held by the messages being put together."""
+        return self._assembler.held_bytes
 
     @property
     def max_message_size(self) -> int:

@@ -16,7 +16,11 @@ from .auth import Authentication, NoAuthentication
 from .errors import ClientError
 from .names import ServiceUrl, parse_service_url
 
-__all__ = ["ClientConfig", "TlsOptions"]
+__all__ = ["DEFAULT_READ_BUFFER_BYTES", "ClientConfig", "TlsOptions"]
+
+#: Bytes a read holds at most by default: room for it, the batch it hands out and the
+#: interpreter in a 1 GiB Python worker (a Spark executor's).
+DEFAULT_READ_BUFFER_BYTES = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,9 @@ class ClientConfig:
         keepalive_interval: seconds of silence after which a PING goes out;
             after two intervals without any data a connection is dead.
         listener_name: advertised listener to look topics up for.
+        read_buffer_bytes: bytes a partition read holds at most (in flight, queued,
+            chunked messages being put together, rows being built): see
+            :class:`~.reader.PartitionReader`.
     """
 
     service_url: ServiceUrl
@@ -69,6 +76,7 @@ class ClientConfig:
     operation_timeout: float = 30.0
     keepalive_interval: float = 30.0
     listener_name: str | None = None
+    read_buffer_bytes: int = DEFAULT_READ_BUFFER_BYTES
 
     def __post_init__(self) -> None:
         """Check the timeouts; TLS settings apply to ``pulsar+ssl://`` only.

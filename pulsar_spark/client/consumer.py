@@ -5,7 +5,7 @@ last message id, close.
 subscription; a reader makes a new one on every (re)subscribe.
 :class:`FlowWindow` counts flow permits: granted again at half the window,
 which grows to hold :attr:`FlowWindow.BATCHES_IN_FLIGHT` entries when batches
-are so large that few fit.
+are so large that few fit, and shrinks to what a byte budget leaves room for.
 """
 
 from __future__ import annotations
@@ -39,10 +39,13 @@ class Inbox:
         self._frames: deque[Frame] = deque()
         self._ready = threading.Condition()
         self.error: PulsarError | None = None
+        #: Bytes of the frames queued (their whole size on the wire).
+        self.bytes = 0
 
     def frame_received(self, frame: Frame) -> None:
         with self._ready:
             self._frames.append(frame)
+            self.bytes += frame.size
             self._ready.notify()
 
     def connection_closed(self, error: PulsarError) -> None:
@@ -56,7 +59,9 @@ class Inbox:
             if not self._frames and self.error is None:
                 self._ready.wait(timeout)
             if self._frames:
-                return self._frames.popleft()
+                frame = self._frames.popleft()
+                self.bytes -= frame.size
+                return frame
             if self.error is not None:
                 raise self.error
             return None
@@ -193,39 +198,84 @@ class ReaderConsumer:
 
 
 class FlowWindow:
-    """Flow permits (messages) outstanding, granted again at half the window.
+    """Flow permits (messages) outstanding, granted again at half the window, and
+    held back while the bytes a read buffers use up its budget.
+
+    Permits count messages, so the bytes they bring are estimated: from the
+    largest entry a permit may bring (:attr:`FIRST_GUESS`, the broker's default
+    message size) until entries come, then from bytes per message seen (a rise
+    at once, a fall slowly). The permits granted keep the estimated bytes in
+    flight, plus those ``buffered`` (said by the caller: inbox, messages being
+    put together, rows being built), within ``budget``. When nothing is in
+    flight, nothing is queued and the budget is spent, one entry's permits are
+    granted all the same: the read goes on one entry at a time (what it holds
+    is bounded by its own limits: a batch flushed, chunked messages refused).
 
     Args:
         size: the receiver queue size.
+        budget: bytes a read may hold; None: no byte bound.
     """
 
     #: Entries the window holds at least (see :meth:`count`).
     BATCHES_IN_FLIGHT = 4
     #: Most messages the window grows to for large batches.
     MAX_WINDOW = 50_000
+    #: Bytes a permit may bring before any entry came (5 MiB: a broker's default).
+    FIRST_GUESS = 5 << 20
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, budget: int | None = None) -> None:
         self.size = size
-        self._used = 0
+        self.budget = budget
+        #: Permits granted and not used yet, as the broker counts them (a batch
+        #: larger than what is left takes it below 0).
+        self.outstanding = 0
+        #: Estimated bytes per message; 0 until an entry came.
+        self._per_message = 0.0
 
-    def restart(self) -> int:
-        """A fresh consumer: the permits to grant it (the whole window)."""
-        self._used = 0
-        return self.size
+    def restart(self, buffered: int = 0) -> int:
+        """A fresh consumer: the permits to grant it (the window, within the budget)."""
+        self.outstanding = 0
+        return self.top_up(buffered, idle=True)
 
-    def count(self, used: int) -> int:
-        """Count one entry of ``used`` messages; the permits to grant now (0: none yet).
+    def count(self, used: int, nbytes: int = 0, buffered: int = 0) -> int:
+        """Count one entry of ``used`` messages and ``nbytes`` bytes; the permits to
+        grant now (0: none yet), with ``buffered`` bytes held.
 
         When an entry is so large that few fit, the window grows to hold
         :attr:`BATCHES_IN_FLIGHT` of them (up to :attr:`MAX_WINDOW`), so that the
         broker never waits for a FLOW between two entries.
         """
-        self._used += used
+        self.outstanding -= used
         want = min(self.BATCHES_IN_FLIGHT * used, self.MAX_WINDOW)
-        if want > self.size:  # grant the difference with the next FLOW
-            self._used += want - self.size
+        if want > self.size:
             self.size = want
-        if self._used >= max(self.size // 2, 1):
-            permits, self._used = self._used, 0
-            return permits
-        return 0
+        if nbytes and used > 0:
+            per = nbytes / used
+            seen = self._per_message
+            self._per_message = per if per > seen else seen - (seen - per) / 16
+        return self.top_up(buffered, idle=False)
+
+    def top_up(self, buffered: int, *, idle: bool) -> int:
+        """The permits to grant now with ``buffered`` bytes held; ``idle``: nothing
+        is queued (so a read with no permits out would wait for ever).
+
+        Permits go out once half the window is missing; a quarter when the budget
+        keeps the window small (large messages: pulsar-lite dispatches a few of
+        them per FLOW and then waits for the next one), any when idle.
+        """
+        target = self._target(buffered)
+        missing = target - self.outstanding
+        if target <= 0:
+            missing = 1 - self.outstanding if idle and self.outstanding <= 0 else 0
+        else:
+            least = 1 if idle else max(target // (2 if target == self.size else 4), 1)
+            missing = missing if missing >= least else 0
+        self.outstanding += missing
+        return missing
+
+    def _target(self, buffered: int) -> int:
+        """Permits that may be out: the window, or fewer for the bytes left."""
+        if self.budget is None:
+            return self.size
+        per = self._per_message or self.FIRST_GUESS
+        return max(0, min(self.size, int((self.budget - buffered) / per)))

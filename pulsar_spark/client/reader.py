@@ -30,7 +30,6 @@ during the read (a ledger removed, a topic deleted and created again) by
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import time
@@ -43,7 +42,7 @@ from ..protocol.chunks import is_chunk
 from ..protocol.entry import Entry, select
 from ..protocol.errors import PulsarError
 from ..protocol.framing import Frame
-from ..protocol.message_id import EARLIEST, MessageId, to_signed64
+from ..protocol.message_id import MessageId, to_signed64
 from ..protocol.schema_info import SchemaInfo
 from .bounds import FROM_EARLIEST, TO_LATEST, Bound
 from .chunk_bounds import ChunkBounds
@@ -52,6 +51,7 @@ from .lookup import LookupService
 from .names import TopicName
 from .read_end import end_position
 from .read_gaps import GapWatch, entry_needed
+from .read_time import message_id_at_time
 from .reader_session import ReaderSession
 from .retry import may_retry
 from .sinks import ArrowSink, Delivered, IdSink, MessageRef
@@ -72,7 +72,12 @@ class PartitionReader(ReaderSession):
             message when the read starts) or a message id, included or not; or a
             publish time, to stop before the first message published at or after
             it (resolved by a seek when the read starts).
-        batch_rows, batch_bytes: when to emit a RecordBatch.
+        batch_rows, batch_bytes: when to emit a RecordBatch (at most a quarter of
+            ``buffer_bytes``).
+        buffer_bytes: bytes the read holds at most (in flight, queued, chunked
+            messages being put together, rows being built); None: the client's.
+            Chunked messages being put together may take half of it: beyond,
+            the read fails naming the message (:class:`~.chunk_bounds.ChunkBounds`).
         idle_timeout: seconds without data before checking whether the end
             was already passed (it may be a marker the broker never sends).
         missing_start: called with (held, next) when entries the read should
@@ -102,6 +107,7 @@ class PartitionReader(ReaderSession):
         operation_timeout: float = 30.0,
         missing_start: Callable[[MessageId, MessageId], None] | None = None,
         schema: SchemaInfo | None = None,
+        buffer_bytes: int | None = None,
     ) -> None:
         super().__init__(
             lookup,
@@ -111,6 +117,7 @@ class PartitionReader(ReaderSession):
             idle_timeout=idle_timeout,
             operation_timeout=operation_timeout,
             schema=schema,
+            buffer_bytes=buffer_bytes,
         )
         self._end = end.message_id
         self._end_inclusive = end.inclusive
@@ -119,8 +126,9 @@ class PartitionReader(ReaderSession):
         #: The last entry the read must deliver (:func:`~.read_gaps.entry_needed`).
         self._needed: tuple[int, int] | None = None
         self._batch_rows = batch_rows
-        self._batch_bytes = batch_bytes
-        self._chunks = ChunkBounds(self, log)
+        self._batch_bytes = min(batch_bytes, self.buffer_bytes // 4)
+        self._chunks = ChunkBounds(self, log, max_bytes=self.buffer_bytes // 2)
+        self._sink: ArrowSink | IdSink | None = None
         self.end_of_topic = False
         #: (ledger, entry) of the first message begun in the read (a plain message, or
         #: a chunked message's first chunk) once past a start time; None before. A
@@ -192,6 +200,7 @@ class PartitionReader(ReaderSession):
             newest = self._newest_publish_time()
             if newest is None or newest < self._start_time:
                 return
+        self._sink = sink
         self._retrying(self._subscribe)
         end = self._retrying(self._end_position)
         if end is None:
@@ -206,6 +215,7 @@ class PartitionReader(ReaderSession):
                 self._reconnect(str(exc))
                 continue
             if frame is None:
+                self._top_up()
                 if self._passed_end(end):
                     break
                 continue
@@ -216,6 +226,7 @@ class PartitionReader(ReaderSession):
                     break
                 if sink.full:
                     yield sink.flush()
+                    self._top_up()
             elif kind == T.REACHED_END_OF_TOPIC:
                 self.end_of_topic = True
                 self._chunks.drop_incomplete("the topic was terminated before its last chunk")
@@ -234,7 +245,8 @@ class PartitionReader(ReaderSession):
         assert metadata is not None and frame.payload is not None
         payload: bytes | memoryview = frame.payload
         self._count_permits(
-            metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
+            metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1,
+            frame.size,
         )
         if self._processed is None:
             if self._start_time is None:
@@ -315,6 +327,11 @@ class PartitionReader(ReaderSession):
         key, bound = (ledger, entry_id), (start.ledger, start.entry)
         return key < bound or (key == bound and not inclusive)
 
+    def _buffered(self) -> int:
+        sink = self._sink
+        held = self._inbox.bytes + self._chunks.held_bytes
+        return held if sink is None else held + sink.held_bytes
+
     def _reached(self) -> tuple[int, int]:
         """(ledger, entry) of the last entry the read holds: processed, or before its start."""
         start = self._start
@@ -365,34 +382,3 @@ class PartitionReader(ReaderSession):
                 f"messages up to {last}"
             )
         return False
-
-
-def message_id_at_time(
-    lookup: LookupService, topic: TopicName, publish_time: int, *, operation_timeout: float = 30.0
-) -> MessageId | None:
-    """The id of the first message of ``topic`` (one partition) published at or
-    after ``publish_time`` (ms), found by a SEEK and an id-level scan; None when
-    there is none.
-
-    A chunked message begins at its first chunk (its id is its last chunk's): a
-    range that ends at the id given here must not hold its first chunks. The scan
-    gives messages as they complete, so a message completed first (a plain one
-    between the chunks) may come after one begun earlier: the answer is the entry
-    of the first message begun.
-    """
-    reader = PartitionReader(
-        lookup,
-        topic,
-        start=Bound(EARLIEST, True, publish_time),
-        receiver_queue_size=100,
-        operation_timeout=operation_timeout,
-    )
-    with contextlib.closing(reader.ids(limit=1)) as refs:
-        found = next(refs, None)
-    if found is None:
-        return None
-    begun = reader.first_begun
-    found_id = found.message_id
-    if begun is not None and begun < (found_id.ledger, found_id.entry):
-        return MessageId(begun[0], begun[1], found_id.partition, -1)
-    return found_id

@@ -21,17 +21,29 @@ from ..protocol.errors import PulsarError
 from ..protocol.message_id import EARLIEST, LATEST, MessageId, to_signed64
 from ..protocol.schema_info import SchemaInfo
 from .bounds import FROM_EARLIEST, Bound
+from .config import DEFAULT_READ_BUFFER_BYTES
 from .consumer import FlowWindow, Inbox, ReaderConsumer
 from .errors import ConnectionClosed, InvalidArgument, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
 from .retry import Backoff, may_retry
 
-__all__ = ["ReaderSession", "first_entry", "last_message_id"]
+__all__ = [
+    "DEFAULT_BUFFER_BYTES",
+    "MIN_BUFFER_BYTES",
+    "ReaderSession",
+    "first_entry",
+    "last_message_id",
+]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
 R = TypeVar("R")
+
+#: Bytes a read holds at most by default (:class:`~.config.ClientConfig`).
+DEFAULT_BUFFER_BYTES = DEFAULT_READ_BUFFER_BYTES
+#: The smallest budget accepted.
+MIN_BUFFER_BYTES = 1 << 20
 
 
 class ReaderSession:
@@ -45,6 +57,9 @@ class ReaderSession:
             message published at or after it (a seek).
         receiver_queue_size: flow permits (messages) outstanding; the window
             grows for large batches (:class:`~.consumer.FlowWindow`).
+        buffer_bytes: bytes the read may hold (in flight, queued, being put
+            together or built into rows): permits are held back beyond it. None:
+            the client's ``read_buffer_bytes`` (:class:`~.config.ClientConfig`).
         idle_timeout: seconds a probe waits for a frame before looking again.
         operation_timeout: how long a reconnect or a probe may last.
         schema: sent in SUBSCRIBE, for the broker to check against the topic's.
@@ -63,10 +78,18 @@ class ReaderSession:
         idle_timeout: float = 2.0,
         operation_timeout: float = 30.0,
         schema: SchemaInfo | None = None,
+        buffer_bytes: int | None = None,
     ) -> None:
         if receiver_queue_size < 1:
             msg = f"receiver_queue_size must be at least 1, not {receiver_queue_size}"
             raise InvalidArgument(msg)
+        if buffer_bytes is None:
+            buffer_bytes = getattr(lookup.config, "read_buffer_bytes", DEFAULT_BUFFER_BYTES)
+        if buffer_bytes < MIN_BUFFER_BYTES:
+            msg = f"buffer_bytes must be at least {MIN_BUFFER_BYTES} (1 MiB), not {buffer_bytes}"
+            raise InvalidArgument(msg)
+        #: Bytes the read may hold.
+        self.buffer_bytes = buffer_bytes
         self.lookup = lookup
         self.topic = topic
         self.partition = topic.partition
@@ -76,15 +99,16 @@ class ReaderSession:
         self._start_inclusive = start.inclusive or timed
         #: The publish time to seek to; None once a message at or after it came.
         self._start_time = start.time_ms
-        self._window = FlowWindow(receiver_queue_size)
+        self._window = FlowWindow(receiver_queue_size, buffer_bytes)
         self._idle = idle_timeout
         self._timeout = operation_timeout
         self._consumer: ReaderConsumer | None = None
         self._inbox = Inbox()
         #: (ledger, entry) of the last entry processed: where a reconnect resumes.
         self._processed: tuple[int, int] | None = None
-        #: The last (ledger, entry) acknowledged.
+        #: The last (ledger, entry) acknowledged, and the bytes received since.
         self._acked: tuple[int, int] | None = None
+        self._unacked_bytes = 0
         self.reconnects = 0
         #: Re-subscribed since the last message (the next one is checked for a gap).
         self._resubscribed = False
@@ -138,7 +162,7 @@ class ReaderSession:
         if seek_time is not None and self._live().seek_to_time(seek_time):
             self._consumer = None  # closed by the broker for the seek: attach again
             self._attach(name)
-        self._live().flow(self._window.restart())
+        self._live().flow(self._window.restart(self._buffered()))
 
     def _attach(self, name: str) -> None:
         start, _ = self._resume_point()
@@ -217,12 +241,32 @@ class ReaderSession:
         self._progress_at = time.monotonic()
         self._backoff.reset()
 
-    def _count_permits(self, used: int) -> None:
-        permits = self._window.count(used)
-        if permits:
+    def _buffered(self) -> int:
+        """Bytes the read holds besides those in flight (a reader adds its own)."""
+        return self._inbox.bytes
+
+    def _top_up(self) -> None:
+        """Grant the permits the budget has room for again (after rows went out, or
+        while nothing comes: acknowledging then too)."""
+        idle = not self._inbox.bytes
+        permits = self._window.top_up(self._buffered(), idle=idle)
+        if permits or idle:
+            self._flow(permits)
+
+    def _count_permits(self, used: int, nbytes: int = 0) -> None:
+        permits = self._window.count(used, nbytes, self._buffered())
+        self._unacked_bytes += nbytes
+        # Acknowledged with each FLOW, and every quarter budget: pulsar-lite stops
+        # dispatching to a consumer that leaves too much unacknowledged.
+        if permits or self._unacked_bytes >= self.buffer_bytes >> 2:
+            self._flow(permits)
+
+    def _flow(self, permits: int) -> None:
+        if self._consumer is not None:
             with contextlib.suppress(ConnectionClosed):  # a reconnect grants a full queue
                 self._acknowledge_processed()
-                self._live().flow(permits)
+                if permits:
+                    self._live().flow(permits)
 
     def _acknowledge_processed(self) -> None:
         """Acknowledge (cumulatively) what was processed, as the Java reader does.
@@ -231,6 +275,7 @@ class ReaderSession:
         re-dispatches entries that stay unacknowledged, sometimes the same entry
         again and again (seen: 300 times the frames of a 1,000-entry read).
         """
+        self._unacked_bytes = 0
         if self._processed is None or self._processed == self._acked:
             return
         ledger, entry_id = self._acked = self._processed

@@ -91,6 +91,11 @@ class ArrowSink:
         return builder.rows >= self._batch_rows or builder.value_bytes >= self._batch_bytes
 
     @property
+    def held_bytes(self) -> int:
+        """Bytes held for the rows being built."""
+        return self._builder.value_bytes
+
+    @property
     def pending(self) -> bool:
         return self._builder.rows > 0
 
@@ -134,6 +139,9 @@ class IdSink:
     @property
     def full(self) -> bool:
         return bool(self._refs)
+
+    #: Ids hold no payloads.
+    held_bytes = 0
 
     @property
     def pending(self) -> bool:

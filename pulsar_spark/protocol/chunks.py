@@ -24,6 +24,12 @@ Rules for chunk streams that are not a clean 0..n-1 run:
 
 Dropped chunks are counted in :attr:`ChunkAssembler.dropped` so that the
 reader can return their flow permits.
+
+Memory is bounded by count (``max_pending`` messages at once, the oldest
+evicted and named in :attr:`ChunkAssembler.evicted`, as the Java consumer's
+``maxPendingChunkedMessage``) and by bytes (``max_bytes`` held by all the
+messages being put together: a chunk that would take them beyond it raises
+:class:`ChunkError` naming the message, rather than losing it quietly).
 """
 
 from __future__ import annotations
@@ -71,13 +77,22 @@ class ChunkAssembler:
             oldest incomplete one is evicted and counted in :attr:`evicted`.
         max_message_size: largest whole (compressed) message accepted;
             a larger ``total_chunk_msg_size`` is corruption.
+        max_bytes: most bytes all messages being assembled may hold; None:
+            no bound but ``max_pending`` times ``max_message_size``.
     """
 
     def __init__(
-        self, *, max_pending: int = 100, max_message_size: int = 64 * DEFAULT_MAX_FRAME_SIZE
+        self,
+        *,
+        max_pending: int = 100,
+        max_message_size: int = 64 * DEFAULT_MAX_FRAME_SIZE,
+        max_bytes: int | None = None,
     ) -> None:
         self.max_pending = max_pending
         self.max_message_size = max_message_size
+        self.max_bytes = max_bytes
+        #: Bytes held by the messages being assembled.
+        self.held_bytes = 0
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         #: Chunks dropped as duplicates or as the tail of a message begun before the read.
         self.dropped = 0
@@ -99,10 +114,13 @@ class ChunkAssembler:
     def clear(self) -> None:
         """Forget the messages being assembled."""
         self._pending.clear()
+        self.held_bytes = 0
 
     def discard(self, uuid: str) -> None:
         """Forget the message with this uuid, if it is being assembled."""
-        self._pending.pop(uuid, None)
+        pending = self._pending.pop(uuid, None)
+        if pending is not None:
+            self.held_bytes -= pending.size
 
     def add(
         self,
@@ -139,15 +157,15 @@ class ChunkAssembler:
             raise ChunkError(msg, message_id=where)
         pending = self._pending.get(uuid)
         if chunk_id == 0:
+            self.discard(uuid)  # begun again: the chunks held so far go
             pending = _Pending(metadata, (ledger, entry))
             self._pending[uuid] = pending
-            self._pending.move_to_end(uuid)
             self._evict()
         elif pending is None or chunk_id <= pending.last_chunk:
             self.dropped += 1
             return None
         elif chunk_id != pending.last_chunk + 1:
-            del self._pending[uuid]
+            self.discard(uuid)
             msg = (
                 f"chunked message {uuid!r} jumps from chunk {pending.last_chunk} to "
                 f"{chunk_id}: chunks are missing"
@@ -157,7 +175,7 @@ class ChunkAssembler:
             pending.metadata.num_chunks_from_msg,
             pending.metadata.total_chunk_msg_size,
         ):
-            del self._pending[uuid]
+            self.discard(uuid)
             first = pending.metadata
             msg = (
                 f"chunk {chunk_id} of message {uuid!r} declares {count} chunks of "
@@ -165,16 +183,28 @@ class ChunkAssembler:
                 f"chunks of {first.total_chunk_msg_size} bytes"
             )
             raise ChunkError(msg, message_id=where)
+        size = len(payload)
+        if self.max_bytes is not None and self.held_bytes + size > self.max_bytes:
+            first_ledger, first_entry = pending.first
+            self.discard(uuid)
+            msg = (
+                f"chunked message {uuid!r} (first chunk {first_ledger}:{first_entry}, "
+                f"{total} bytes) cannot be put together within {self.max_bytes} bytes: "
+                f"{self.held_bytes} are held by the {self.pending} messages being put "
+                "together; give the read a larger buffer"
+            )
+            raise ChunkError(msg, message_id=where)
         pending.last_chunk = chunk_id
         pending.parts.append(payload)
-        pending.size += len(payload)
+        pending.size += size
+        self.held_bytes += size
         if pending.size > total:
-            del self._pending[uuid]
+            self.discard(uuid)
             msg = f"chunks of message {uuid!r} add up to more than its declared {total} bytes"
             raise ChunkError(msg, message_id=where)
         if chunk_id < count - 1:
             return None
-        del self._pending[uuid]
+        self.discard(uuid)
         if pending.size != total:
             msg = f"chunks of message {uuid!r} add up to {pending.size} bytes, not {total}"
             raise ChunkError(msg, message_id=where)
@@ -184,5 +214,6 @@ class ChunkAssembler:
 
     def _evict(self) -> None:
         while len(self._pending) > self.max_pending:
-            uuid, _ = self._pending.popitem(last=False)
+            uuid, pending = self._pending.popitem(last=False)
+            self.held_bytes -= pending.size
             self.evicted.append(uuid)
