@@ -23,7 +23,7 @@ from ..protocol.errors import server_error
 from ..protocol.framing import Frame, FrameDecoder, command_name, encode_command
 from .auth import Authentication
 from .errors import ConnectError
-from .transport import Transport
+from .transport import TlsMismatch, Transport, speaks_tls
 
 __all__ = ["CLIENT_VERSION", "PROTOCOL_VERSION", "Connected", "auth_response", "handshake"]
 
@@ -70,6 +70,7 @@ def handshake(
 
     Raises:
         ConnectError: no CONNECTED in time, the peer closed, or an unexpected answer.
+        TlsMismatch: the peer closed a plain connection and speaks TLS.
         ServerError: the broker refused the CONNECT.
     """
     address = transport.address
@@ -126,5 +127,11 @@ def _next_frame(
             continue
         if not data:
             msg = f"{address} closed the connection during the handshake"
+            if not transport.tls:
+                host, _, port = address.rpartition(":")
+                if speaks_tls(host, int(port), min(left, 3.0)):
+                    # A TLS port closes a plain CONNECT unanswered.
+                    msg += f": {address} speaks TLS: use pulsar+ssl:// for it"
+                    raise TlsMismatch(msg)
             raise ConnectError(msg)
         decoder.feed(data)

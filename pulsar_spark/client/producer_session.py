@@ -137,7 +137,7 @@ class ProducerSession:
             except PulsarError as exc:
                 delay = backoff.next()
                 if classify(exc) is Action.FATAL or time.monotonic() + delay > deadline:
-                    if attempts > 1:
+                    if attempts > 1 and hasattr(exc, "add_note"):  # Python 3.11+
                         exc.add_note(
                             f"(creating the producer: {attempts} attempts in {timeout:g} s)"
                         )

@@ -29,14 +29,23 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from ..protocol import commands
+from ..protocol.errors import PulsarError
+from ..protocol.framing import FrameDecoder, encode_command
 from .auth import Authentication
 from .config import TlsOptions
-from .errors import ConnectError
+from .errors import ClientError, ConnectError
 
-__all__ = ["Transport"]
+__all__ = ["TlsMismatch", "Transport", "speaks_tls"]
 
 _RECV_SIZE = 256 * 1024
-_TLS_HINT = "; is it a plain pulsar:// port? (pulsar+ssl:// was asked for)"
+
+
+class TlsMismatch(ClientError):
+    """The service URL's scheme does not match the port: it speaks plain Pulsar to a
+    ``pulsar+ssl://`` URL, or TLS to a ``pulsar://`` one. A configuration error
+    (fatal: retrying cannot help), found by probing the port once a connection
+    failed."""
 
 
 class Transport:
@@ -58,6 +67,11 @@ class Transport:
         #: monotonic time the last of them moved: the peer's TCP stack is alive then.
         self.bytes_written = 0
         self.moved_at = time.monotonic()
+
+    @property
+    def tls(self) -> bool:
+        """Whether the socket speaks TLS."""
+        return self._tls
 
     @classmethod
     def open(
@@ -84,12 +98,12 @@ class Transport:
                 raise ConnectError(msg) from exc
             except TimeoutError as exc:
                 sock.close()
-                msg = f"TLS handshake with {address}: no answer within {timeout:g} s{_TLS_HINT}"
-                raise ConnectError(msg) from exc
+                msg = f"TLS handshake with {address}: no answer within {timeout:g} s"
+                raise _plain_or(ConnectError, msg, host, port, timeout) from exc
             except OSError as exc:  # ssl.SSLError included; a reset or EOF too
                 sock.close()
-                msg = f"TLS handshake with {address} failed: {exc}{_TLS_HINT}"
-                raise ConnectError(msg) from exc
+                msg = f"TLS handshake with {address} failed: {exc}"
+                raise _plain_or(ConnectError, msg, host, port, timeout) from exc
             except BaseException:
                 sock.close()
                 raise
@@ -250,6 +264,58 @@ class Transport:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+
+
+def _plain_or(
+    error: type[ConnectError], msg: str, host: str, port: int, timeout: float
+) -> PulsarError:
+    """``error(msg)``, or a :class:`TlsMismatch` when ``host:port`` answers a plain
+    CONNECT (a ``pulsar+ssl://`` URL given for a plain port)."""
+    if _speaks_plain_pulsar(host, port, min(timeout, 3.0)):
+        msg = (
+            f"{msg}: {host}:{port} speaks plain Pulsar, not TLS: use pulsar:// for it, "
+            "or the broker's TLS port"
+        )
+        return TlsMismatch(msg)
+    return error(msg)
+
+
+def _speaks_plain_pulsar(host: str, port: int, timeout: float) -> bool:
+    """Whether a plain CONNECT to ``host:port`` is answered by a Pulsar frame."""
+    connect = commands.connect(client_version="probe", protocol_version=21)
+    decoder = FrameDecoder()
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(encode_command(connect))
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                data = sock.recv(65536)
+                if not data:
+                    return False
+                decoder.feed(data)
+                if decoder.next_frame() is not None:
+                    return True
+    except (OSError, PulsarError):
+        return False
+    return False
+
+
+def speaks_tls(host: str, port: int, timeout: float) -> bool:
+    """Whether ``host:port`` completes (or answers with a TLS alert) a TLS handshake:
+    a ``pulsar://`` URL given for a TLS port closes the plain CONNECT unanswered."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with (
+            socket.create_connection((host, port), timeout=timeout) as raw,
+            ctx.wrap_socket(raw, server_hostname=host),
+        ):
+            return True
+    except ssl.SSLError as exc:
+        return "ALERT" in str(exc).upper()  # a TLS server refusing us, still TLS
+    except OSError:
+        return False
 
 
 def _wait_ready(sock: socket.socket, *, write: bool, timeout: float) -> bool:
