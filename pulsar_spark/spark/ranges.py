@@ -49,6 +49,7 @@ __all__ = [
     "PartitionRange",
     "fix_ends",
     "plan_ranges",
+    "range_lost",
     "read_positions",
     "read_range",
     "resolve_topics",
@@ -249,7 +250,7 @@ def read_range(
     """
 
     def missing_start(held: MessageId, first: MessageId) -> None:
-        _start_gone(part, held, first, options)
+        range_lost(part, held, first, options)
 
     if part.end.kind == "earliest":  # planned empty (see fix_ends)
         return
@@ -260,7 +261,7 @@ def read_range(
     )  # fmt: skip
 
 
-def _start_gone(
+def range_lost(
     part: PartitionRange, held: MessageId, first: MessageId, options: PulsarOptions
 ) -> None:
     """Entries of ``part`` after ``held`` and before ``first`` are gone."""

@@ -12,6 +12,12 @@ the query's progress).
 
 Each trigger lists the topics again (``topicsPattern``) and their partitions,
 so new topics and partitions join the stream, from their earliest message.
+Data loss (``failOnDataLoss``: fail; else a warning): a partition that
+vanished (a deleted topic); one now empty or ending before the stream's
+position (deleted and created again, truncated: read again from its start);
+a micro-batch whose start entry is gone, unless the entry planning saw after
+it, in a later ledger, is still there (retention removed the start's ledger
+only: the micro-batch reads from that entry).
 
 Admission control (Spark 4.2+): ``maxRecordsPerTrigger`` bounds the rows of a
 micro-batch. The driver counts messages ahead of each partition's start and
@@ -32,13 +38,15 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..client import PulsarClient
+from ..client.names import parse_topic
+from ..client.reader_session import first_entry
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
 from .compat import require_spark, spark_version
 from .connect import open_client
 from .errors import CheckpointOffsetError, DataLossError
 from .options import PulsarOptions
-from .ranges import plan_ranges, read_positions, resolve_topics
+from .ranges import PartitionRange, plan_ranges, range_lost, read_positions, resolve_topics
 from .read_schema import ReadSchema, check_unplanned
 from .reader import typed_batches
 from .spark_types import arrow_for
@@ -77,11 +85,14 @@ else:  # pragma: no cover - exercised on Spark 4.0/4.1 only
 
 @dataclass(frozen=True)
 class PulsarStreamPartition(InputPartition):
-    """One partition's share of a micro-batch: from ``start`` to ``end`` (``after:``)."""
+    """One partition's share of a micro-batch: from ``start`` to ``end`` (``after:``).
+    ``successor``: the entry that followed the start's, in a later ledger, when the
+    micro-batch was planned (what to read from if the start's ledger goes)."""
 
     topic: str
     start: Position
     end: Position
+    successor: Position | None = None
 
 
 class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -158,12 +169,29 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for topic in self._discover():
             current = start.get(topic, EARLIEST)
             last = client.get_last_message_id(topic)
+            if current.message_id is not None and (
+                last is None or order_key(after_entry(last)) < order_key(current)
+            ):
+                now = "is empty" if last is None else f"ends at {last}"
+                _lost(
+                    self.options,
+                    f"{topic}: the stream is at {current} but the topic now {now}: it was "
+                    "deleted (and created again) or truncated, messages after that position "
+                    "may be lost",
+                    "reading it again from its first message",
+                )
+                current = EARLIEST
             # The last entry is read whole: the position is entry-level.
             end = None if last is None else after_entry(last)
             latest[topic] = end if end and order_key(end) > order_key(current) else current
-        # Partitions that vanished (a deleted topic) keep their position.
         for topic, position in start.items():
-            latest.setdefault(topic, position)
+            if topic not in latest:
+                _lost(
+                    self.options,
+                    f"{topic}: the partition is gone (the topic was deleted, or no longer "
+                    f"matches) with the stream at {position}: messages after it may be lost",
+                    "leaving it out (it is read from its start if it comes back)",
+                )
         return latest
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -262,10 +290,33 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._checked = True
         first, last = parse_offsets(start), parse_offsets(end)
         return [
-            PulsarStreamPartition(topic, first.get(topic, EARLIEST), last[topic])
+            PulsarStreamPartition(
+                topic,
+                first.get(topic, EARLIEST),
+                last[topic],
+                self._successor(topic, first.get(topic, EARLIEST), last[topic]),
+            )
             for topic in sorted(last)
             if first.get(topic, EARLIEST) != last[topic]
         ]
+
+    def _successor(self, topic: str, start: Position, end: Position) -> Position | None:
+        """The entry after the one ``start`` follows, when it lies in a later ledger
+        (the micro-batch crosses ledgers: the start's may be removed before it is
+        read); None when the start entry is gone already or there is none."""
+        mid, stop = start.message_id, end.message_id
+        if start.kind != "after" or mid is None or stop is None or stop.ledger == mid.ledger:
+            return None
+        lookup, name = self.client._lookup, parse_topic(topic)  # entries, not messages
+        held = MessageId(mid.ledger, mid.entry, mid.partition, -1)
+        found = first_entry(lookup, name, held, operation_timeout=self.client.operation_timeout)
+        if found is None or found[0].ledger != mid.ledger:
+            return None
+        nxt = MessageId(mid.ledger, mid.entry + 1, mid.partition, -1)
+        found = first_entry(lookup, name, nxt, operation_timeout=self.client.operation_timeout)
+        if found is None or found[0].ledger == mid.ledger:
+            return None  # the start's ledger goes on: nothing to fall back on
+        return Position.at(found[0])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PulsarStreamPartition)
@@ -275,8 +326,17 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise CheckpointOffsetError(msg)
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
-            _check_start(client, partition, options)
-            batches = read_positions(client, topic, start, end, options, batch_rows=BATCH_ROWS)
+            start, reported = _check_start(client, partition, options)
+            part = PartitionRange(topic, start, end)
+
+            def missing_start(held: MessageId, first: MessageId) -> None:
+                if not reported:  # a loss _check_start found is reported once
+                    range_lost(part, held, first, options)
+
+            batches = read_positions(
+                client, topic, start, end, options, batch_rows=BATCH_ROWS,
+                missing_start=missing_start,
+            )  # fmt: skip
             yield from typed_batches(
                 client, topic, batches, self.read_schema, self.target, stream=True
             )
@@ -297,19 +357,39 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.client.acknowledge_cumulative(topic, name, mid)
 
 
-def _check_start(client: PulsarClient, part: PulsarStreamPartition, options: PulsarOptions) -> None:
-    """Fail (or warn, with failOnDataLoss=false) when the entry a micro-batch starts
-    from is gone: retention, truncation or deletion may have taken messages after it."""
+def _check_start(
+    client: PulsarClient, part: PulsarStreamPartition, options: PulsarOptions
+) -> tuple[Position, bool]:
+    """Where the micro-batch reads from, and whether a loss was reported: when the
+    entry it starts from is gone, the entry planning saw after it if that is still
+    there (retention removed the start's ledger, nothing after it), else a loss
+    (``failOnDataLoss``: :class:`DataLossError`; else a warning, and the read goes on
+    from the first message still available)."""
     mid = part.start.message_id
     if mid is None:
-        return
+        return part.start, False
     if client.entry_exists(part.topic, MessageId(mid.ledger, mid.entry, mid.partition, -1)):
-        return
-    msg = (
+        return part.start, False
+    after = part.successor
+    if after and after.message_id and client.entry_exists(part.topic, after.message_id):
+        log.info(
+            "%s: the ledger of the stream's position %s was removed, not the entry after "
+            "it, %s: nothing lost, reading from it",
+            *(part.topic, part.start, after),
+        )
+        return after, False
+    _lost(
+        options,
         f"{part.topic}: the stream's position {part.start} is no longer available "
-        "(retention, truncation or deletion): messages that followed it may be lost"
+        "(retention, truncation or deletion): messages that followed it may be lost",
+        "reading on from the first message still available",
     )
+    return part.start, True
+
+
+def _lost(options: PulsarOptions, what: str, instead: str) -> None:
+    """Data loss: :class:`DataLossError` with ``failOnDataLoss``, else a warning."""
     if options.fail_on_data_loss:
-        msg = f"{msg}. Set failOnDataLoss=false to go on from the first message still available."
+        msg = f"{what}. Set failOnDataLoss=false to go on ({instead})."
         raise DataLossError(msg)
-    log.warning("%s; reading on from the first message still available (failOnDataLoss=false)", msg)
+    log.warning("%s; %s (failOnDataLoss=false)", what, instead)
