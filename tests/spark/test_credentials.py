@@ -229,12 +229,36 @@ def test_no_token_on_a_token_broker_is_a_clear_error(
     spark, apache_pulsar_secure, topic_name
 ) -> None:
     options = _secure(apache_pulsar_secure, topic=topic_name)
-    with pytest.raises(Exception) as info:
-        spark.read.format("pulsar").options(**options).load().count()
-    text = str(info.value)
-    print(f"no token: {text[:600]}")
-    assert re.search(r"(?i)AuthenticationError: .*Failed to authenticate", text), text[:2000]
-    assert apache_pulsar_secure.service_url.split("//")[1] in text, text[:2000]  # which broker
+    rows = spark.createDataFrame([("v",)], "value string")
+    for what, action in (
+        ("read", lambda: spark.read.format("pulsar").options(**options).load().count()),
+        ("write", lambda: rows.write.format("pulsar").options(**options).mode("append").save()),
+    ):
+        with pytest.raises(Exception) as info:
+            action()
+        text = str(info.value)
+        print(f"no token, {what}: ...{text[-300:]}")
+        assert re.search(r"(?i)AuthenticationError: .*Failed to authenticate", text), text[:2000]
+        assert apache_pulsar_secure.service_url.split("//")[1] in text, text[:2000]  # where
+
+
+def test_client_logs_at_debug_never_show_the_token(apache_pulsar_secure, topic_name, caplog):
+    """The client's own logs, at DEBUG, over an accepted and a rejected token."""
+    broker = apache_pulsar_secure
+    good = broker.secure.token
+    errors: list[str] = []
+    for token in (good, FOREIGN_JWT):
+        raw = _secure(broker, topic=topic_name, authPluginClassName="token", authParams=token)
+        with caplog.at_level("DEBUG", logger="pulsar_spark"), open_client(parse_options(raw)) as c:
+            try:
+                c.get_partitions(topic_name)
+                list(c.read_batches(topic_name))
+            except Exception as exc:
+                errors.append(f"{exc!r} {exc}")
+    assert len(errors) == 1, errors  # the rejected token only
+    assert re.search(r"(?i)authenticat", errors[0]), errors[0]
+    records = [*errors, caplog.text]
+    _no_secret("\n".join(records), good, FOREIGN_JWT)
 
 
 def test_a_rejected_token_is_not_echoed_anywhere(
