@@ -535,3 +535,86 @@ def test_java_protobuf_native_read_as_typed_columns(read_pulsar, apache_pulsar, 
         "blob": b"",
         "at": dt.datetime(1969, 12, 31, 23, 59, 59, 999999),
     }
+
+
+# ---------------------------------------------------------------------------
+# Java POJOs: Schema.AVRO(Order.class), Schema.JSON(Order.class)
+# ---------------------------------------------------------------------------
+
+
+def test_java_pojo_topics_both_ways(spark, read_pulsar, apache_pulsar, topic_name) -> None:
+    url = apache_pulsar.service_url
+    java_orders = [
+        {"id": 1, "note": "n", "amount": 2.5, "tags": ["a"], "item": {"sku": "s", "qty": 2}},
+        {"id": -2, "amount": -0.5},
+    ]
+    pojo = {kind: {"type": kind.upper(), "pojo": "Order"} for kind in ("avro", "json")}
+    topics = {kind: f"{topic_name}-{kind}" for kind in pojo}
+    java_produce_many(url, {topics[k]: (pojo[k], java_orders) for k in pojo})
+    full = [
+        {"amount": 2.5, "id": 1, "item": {"qty": 2, "sku": "s"}, "note": "n", "tags": ["a"]},
+        {"amount": -0.5, "id": -2, "item": None, "note": None, "tags": None},
+    ]
+    for kind, topic in topics.items():
+        df = read_pulsar(url, topic=topic)
+        # Reflection orders the fields by name; primitives are not null, objects nullable.
+        assert df.schema["value"].dataType.simpleString() == (
+            "struct<amount:double,id:bigint,item:struct<qty:int,sku:string>,"
+            "note:string,tags:array<string>>"
+        ), kind
+        assert [_plain(r.value) for r in df.select("value").collect()] == full, kind
+
+    # Spark writes into those topics (nullable columns, the topics' schemas), and into a new
+    # one (its own schema: array items not null, as List<String> has them).
+    spark_orders = [(5, "x", 1.5, ["t"], ("k", 3)), (6, None, 0.0, None, None)]
+    ddl = "id bigint, note string, amount double, "
+    ddl += "tags array<string>, item struct<sku:string,qty:int>"
+    nullable = spark.createDataFrame([(o,) for o in spark_orders], f"value struct<{ddl}>")
+    for topic in topics.values():
+        _write(nullable, url, topic=topic)
+    derived = T.StructType(
+        [
+            T.StructField("id", T.LongType(), False),
+            T.StructField("note", T.StringType()),
+            T.StructField("amount", T.DoubleType(), False),
+            T.StructField("tags", T.ArrayType(T.StringType(), False)),
+            T.StructField(
+                "item",
+                T.StructType(
+                    [
+                        T.StructField("sku", T.StringType()),
+                        T.StructField("qty", T.IntegerType(), False),
+                    ]
+                ),
+            ),
+        ]
+    )
+    fresh = f"{topic_name}-fresh"
+    _write(
+        spark.createDataFrame(
+            [(o,) for o in spark_orders], T.StructType([T.StructField("value", derived)])
+        ),
+        url,
+        topic=fresh,
+        recordName="Order",
+    )
+    got = java_consume_many(
+        url,
+        {
+            topics["avro"]: (pojo["avro"], 4),
+            topics["json"]: (pojo["json"], 4),
+            fresh: (pojo["avro"], 2),
+        },
+    )
+    from_spark = [
+        {"id": 5, "note": "x", "amount": 1.5, "tags": ["t"], "item": {"sku": "k", "qty": 3}},
+        {"id": 6, "note": None, "amount": 0.0, "tags": None, "item": None},
+    ]
+    from_java = [
+        {"id": 1, "note": "n", "amount": 2.5, "tags": ["a"], "item": {"sku": "s", "qty": 2}},
+        {"id": -2, "note": None, "amount": -0.5, "tags": None, "item": None},
+    ]
+    for topic in topics.values():
+        assert [m["value"] for m in got[topic]] == from_java + from_spark, topic
+        assert {m["schemaVersion"] for m in got[topic]} == {0}, topic  # the POJO's schema
+    assert [m["value"] for m in got[fresh]] == from_spark

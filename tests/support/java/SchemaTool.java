@@ -15,7 +15,8 @@
 //
 // A schema spec is JSON: a primitive's name ("INT8" ... "LOCAL_DATE_TIME", "STRING",
 // "BYTES", "BOOLEAN"), "AUTO_CONSUME", "PROTOBUF_NATIVE" (the Order message built below), or
-// {"type": "AVRO"|"JSON", "schema": <Avro schema>}, {"type": "STRING", "charset": <name>} or
+// {"type": "AVRO"|"JSON", "schema": <Avro schema>}, {"type": "AVRO"|"JSON", "pojo": "Order"} (the
+// Order class below), {"type": "STRING", "charset": <name>} or
 // {"type": "KEY_VALUE", "key": <spec>, "value": <spec>, "encoding": "INLINE"|"SEPARATED"}.
 //
 // Values in JSON: numbers for INT*, FLOAT, DOUBLE (or "NaN", "Infinity", "-Infinity"), DATE,
@@ -156,9 +157,15 @@ public final class SchemaTool {
             case "STRING":  // {"type": "STRING", "charset": "UTF-16"}: the __charset property
                 return new StringSchema(Charset.forName(spec.get("charset").asText()));
             case "AVRO":
+                if (spec.has("pojo")) {
+                    return Schema.AVRO(Order.class);
+                }
                 return Schema.AVRO(SchemaDefinition.builder()
                     .withJsonDef(spec.get("schema").toString()).build());
             case "JSON":
+                if (spec.has("pojo")) {
+                    return Schema.JSON(Order.class);
+                }
                 // Values are Jackson trees, written and read as they are.
                 return Schema.JSON(SchemaDefinition.<JsonNode>builder()
                     .withJsonDef(spec.get("schema").toString())
@@ -195,6 +202,22 @@ public final class SchemaTool {
                 throw new IllegalArgumentException(e);
             }
         }
+    }
+
+    /** The POJO of {"type": "AVRO"|"JSON", "pojo": "Order"}: Schema.AVRO(Order.class), as
+     * Java services declare their schemas (reflection; every object field nullable). */
+    public static final class Order {
+        public long id;
+        public String note;
+        public double amount;
+        public List<String> tags;
+        public Item item;
+    }
+
+    /** The record inside {@link Order}. */
+    public static final class Item {
+        public String sku;
+        public int qty;
     }
 
     /** The descriptor of the PROTOBUF_NATIVE tests' message, built here (no .proto). */
@@ -309,6 +332,9 @@ public final class SchemaTool {
         }
         if (spec.isObject()) {
             String type = spec.get("type").asText();
+            if (spec.has("pojo")) {
+                return JSON.treeToValue(node, Order.class);
+            }
             if (type.equals("AVRO")) {
                 org.apache.avro.Schema avro =
                     new org.apache.avro.Schema.Parser().parse(spec.get("schema").toString());
