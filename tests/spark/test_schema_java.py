@@ -89,6 +89,7 @@ EVENT = {
         {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
     ],
 }
+UTF16 = {"type": "STRING", "charset": "UTF-16"}
 ROW_KEY = {
     "type": "record",
     "name": "Key",
@@ -159,7 +160,7 @@ def test_java_primitives_read_as_typed_columns(read_pulsar, apache_pulsar, topic
         topics[k]: (k, sent) for k, (sent, _) in PRIMITIVE_EDGES.items()
     }
     # STRING in UTF-16 (Java's StringSchema(charset): the __charset property).
-    jobs[f"{topic_name}-utf16"] = ({"type": "STRING", "charset": "UTF-16"}, [*TEXTS, None])
+    jobs[f"{topic_name}-utf16"] = (UTF16, [*TEXTS, None])
     java_produce_many(url, jobs)
     utf16 = read_pulsar(url, topic=f"{topic_name}-utf16")
     assert utf16.schema["value"].dataType == T.StringType()
@@ -205,7 +206,26 @@ def test_java_key_value_topics_read_as_typed_key_and_value(
                 ("2024-01-01T00:00:00Z", None),
             ],
         )
+        # Halves with no schema data (BYTES) and with properties (UTF-16 text).
+        jobs[f"{topic_name}-bytes-{encoding}"] = (
+            key_value("BYTES", "BYTES", encoding),
+            [("AP8=", ""), (None, "dg=="), ("", None)],
+        )
+        jobs[f"{topic_name}-utf16-{encoding}"] = (
+            key_value(UTF16, UTF16, encoding),
+            [("é", "日本 🎉"), ("", None), (None, "")],
+        )
     java_produce_many(url, jobs)
+    for encoding in ("inline", "separated"):
+        for name, expected in (
+            ("bytes", [(b"\x00\xff", b""), (None, b"v"), (b"", None)]),
+            ("utf16", [("é", "日本 🎉"), ("", None), (None, "")]),
+        ):
+            topic = f"{topic_name}-{name}-{encoding}"
+            del jobs[topic]
+            df = read_pulsar(url, topic=topic)
+            rows = [(_plain(r.key), _plain(r.value)) for r in df.select("key", "value").collect()]
+            assert rows == expected, topic
     payments = [
         (
             1,
@@ -384,6 +404,18 @@ def test_spark_writes_read_by_java_typed_consumers(spark, apache_pulsar, topic_n
         valueSchemaType="json",
         recordName="Order",
     )
+    # Debezium's shape: a record key; and binary halves (BYTES).
+    t["kv-records"] = f"{topic_name}-kv-records"
+    records = spark.createDataFrame(
+        [((1, "eu"), ORDERS[0]), ((2, None), None), (None, ORDERS[1])],
+        "key struct<id: bigint, region: string>, value " + ORDER.simpleString(),
+    )
+    _write(records, url, topic=t["kv-records"], keyValueEncoding="separated")
+    t["kv-bytes"] = f"{topic_name}-kv-bytes"
+    blobs = spark.createDataFrame(
+        [(b"\x00\xff", b""), (None, b"v"), (b"", None)], "key binary, value binary"
+    )
+    _write(blobs, url, topic=t["kv-bytes"], keyValueEncoding="inline")
     primitives = {
         "INT8": ("tinyint", [-128, 127, None]),
         "INT16": ("smallint", [-32768, 32767, None]),
@@ -436,6 +468,19 @@ def test_spark_writes_read_by_java_typed_consumers(spark, apache_pulsar, topic_n
         ),
         t["instant"]: ("INSTANT", 3),
     }
+    kv_records = split_key_value(registered["kv-records"].info)
+    assert (kv_records.key.type, kv_records.value.type) == (SchemaType.AVRO, SchemaType.AVRO)
+    jobs[t["kv-records"]] = (
+        key_value(
+            avro(json.loads(kv_records.key.data)),
+            avro(json.loads(kv_records.value.data)),
+            "separated",
+        ),
+        3,
+    )
+    kv_bytes = split_key_value(registered["kv-bytes"].info)
+    assert (kv_bytes.key.type, kv_bytes.value.type) == (SchemaType.BYTES, SchemaType.BYTES)
+    jobs[t["kv-bytes"]] = (key_value("BYTES", "BYTES", "inline"), 3)
     for encoding, half in halves.items():
         value_def = json.loads(half.value.data)
         jobs[t[f"kv-{encoding}"]] = (key_value("INT64", avro(value_def), encoding), 4)
@@ -463,6 +508,16 @@ def test_spark_writes_read_by_java_typed_consumers(spark, apache_pulsar, topic_n
         assert [m["value"] for m in got[t["kv-json"]]] == [
             {"key": "a", "value": json_orders[0]},
             {"key": None, "value": json_orders[1]},
+            {"key": "", "value": None},
+        ]
+        assert [m["value"] for m in got[t["kv-records"]]] == [
+            {"key": {"id": 1, "region": "eu"}, "value": avro_orders[0]},
+            {"key": {"id": 2, "region": None}, "value": None},
+            {"key": None, "value": avro_orders[1]},
+        ]
+        assert [m["value"] for m in got[t["kv-bytes"]]] == [
+            {"key": "AP8=", "value": ""},
+            {"key": None, "value": "dg=="},
             {"key": "", "value": None},
         ]
         instants = [m["value"] for m in got[t["instant"]]]
