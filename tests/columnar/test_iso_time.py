@@ -96,3 +96,42 @@ def test_json_values_with_iso_text_and_numbers_in_one_batch() -> None:
     assert column.to_pylist()[1] is None
     assert errors.to_pylist()[0] is None
     assert "not an ISO-8601 timestamp" in errors.to_pylist()[1]
+
+
+MICROS = {
+    "type": "record",
+    "name": "M",
+    "fields": [
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+    ],
+}
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_numbers_and_iso_text_decode_alike(rows: list[tuple[dt.datetime, bool]]) -> None:
+    """Each value's times as numbers or as ISO-8601 text (chosen per row): the same column."""
+    plan = JsonPlan(json.dumps(MICROS))
+    values = []
+    for when, as_text in rows:
+        micros = (when - EPOCH) // dt.timedelta(microseconds=1)
+        millis = micros // 1000
+        if as_text:
+            stamp = when.replace(microsecond=when.microsecond // 1000 * 1000)
+            record = {"at": when.isoformat() + "Z", "local": stamp.isoformat()}
+        else:
+            record = {"at": micros, "local": millis}
+        values.append(json.dumps(record).encode())
+    got = plan.decode(pa.array(values))
+    ats = [(w - EPOCH) // dt.timedelta(microseconds=1) for w, _ in rows]
+    assert got.field("at").cast(pa.int64()).to_pylist() == ats
+    assert got.field("local").cast(pa.int64()).to_pylist() == [a // 1000 for a in ats]
