@@ -169,7 +169,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for topic in self._discover():
             current = start.get(topic, EARLIEST)
             last = client.get_last_message_id(topic)
-            if current.message_id is not None and (
+            if current.kind == "after" and (  # a position the stream reached
                 last is None or order_key(after_entry(last)) < order_key(current)
             ):
                 now = "is empty" if last is None else f"ends at {last}"

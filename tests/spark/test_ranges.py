@@ -214,3 +214,26 @@ def test_empty_partitions_read_nothing_whatever_comes_later(
         for i in range(20):
             producer.send(f"later-{i}".encode())
     assert _task_rows(reader, partitions) == []
+
+
+@pytest.mark.parametrize("fail", [True, False], ids=["fail", "warn"])
+def test_a_partition_deleted_and_created_again_after_planning_is_data_loss(
+    apache_pulsar, topic_name, fail
+) -> None:
+    from pulsar_spark.client import PulsarClient
+    from pulsar_spark.spark.errors import DataLossError
+
+    url = apache_pulsar.service_url
+    with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
+        for i in range(50):
+            producer.send(f"old-{i}".encode())
+    reader = _batch_reader(url, topic=topic_name, failOnDataLoss=str(fail).lower())
+    partitions = reader.partitions()
+    apache_pulsar.admin.delete(topic_name, force=True)
+    with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
+        producer.send(b"new")  # created again, with messages past the planned end
+    if fail:
+        with pytest.raises(DataLossError, match="failOnDataLoss"):
+            _task_rows(reader, partitions)
+    else:
+        assert _task_rows(reader, partitions) == []  # the old messages are gone
