@@ -19,7 +19,7 @@ from ..protocol.schema_info import SchemaInfo
 from ..protocol.topics import base_topic
 from .auth import Authentication, NoAuthentication
 from .bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
-from .config import ClientConfig, TlsOptions
+from .config import DEFAULT_READ_BUFFER_BYTES, ClientConfig, TlsOptions
 from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
@@ -41,13 +41,12 @@ class PulsarClient:
     """A synchronous Pulsar client; a context manager.
 
     Args:
-        service_url: ``pulsar://host:6650`` or ``pulsar+ssl://host:6651`` (comma
-            separated hosts allowed).
+        service_url: ``pulsar://host:6650`` or ``pulsar+ssl://host:6651`` (hosts comma-separated).
         auth: an :class:`Authentication` (token, basic, TLS, OAuth2).
         tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure: TLS settings.
-        connect_timeout, operation_timeout: seconds (10 and 30 by default).
-        keepalive_interval: seconds of silence before a PING.
+        connect_timeout, operation_timeout, keepalive_interval: seconds (10, 30, 30).
         listener_name: advertised listener to look topics up for.
+        read_buffer_bytes: bytes each partition read holds at most (256 MiB).
     """
 
     def __init__(
@@ -62,6 +61,7 @@ class PulsarClient:
         operation_timeout: float = 30.0,
         keepalive_interval: float = 30.0,
         listener_name: str | None = None,
+        read_buffer_bytes: int = DEFAULT_READ_BUFFER_BYTES,
     ) -> None:
         #: The configuration every connection of this client uses (built once).
         self.config = ClientConfig(
@@ -72,6 +72,7 @@ class PulsarClient:
             operation_timeout,
             keepalive_interval,
             listener_name,
+            read_buffer_bytes,
         )
         self.service_url = self.config.service_url
         self.operation_timeout = operation_timeout
@@ -93,12 +94,8 @@ class PulsarClient:
     def get_partitions(self, topic: str) -> list[str]:
         """The partition topics of ``topic``, or ``[topic]`` if it is not partitioned."""
         name = parse_topic(topic)
-        if name.partition >= 0:
-            return [str(name)]
-        count = self._lookup.partitions(name)
-        if count == 0:
-            return [str(name)]
-        return [str(name.partition_name(i)) for i in range(count)]
+        count = 0 if name.partition >= 0 else self._partitions_retried(name)
+        return [str(name.partition_name(i)) for i in range(count)] if count else [str(name)]
 
     def list_topics(self, namespace: str, pattern: str | None = None) -> list[str]:
         """The persistent topics of ``tenant/namespace``, sorted; a partitioned topic

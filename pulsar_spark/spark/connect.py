@@ -65,4 +65,5 @@ def open_client(options: PulsarOptions, *, operation_timeout: float | None = Non
         tls_allow_insecure=options.tls_allow_insecure,
         connect_timeout=options.connect_timeout,
         operation_timeout=operation_timeout or options.operation_timeout,
+        read_buffer_bytes=options.read_buffer_bytes,
     )

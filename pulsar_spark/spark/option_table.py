@@ -170,6 +170,10 @@ OPTIONS: tuple[Option, ...] = (
            ("pulsar.reader.receiverQueueSize", "pulsar.consumer.receiverQueueSize"),
            READ, v.positive, "receiver_queue_size", "1000",
            "messages in flight per reading task"),
+    Option("readBufferBytes", ("pulsar.reader.readBufferBytes",), READ, v.buffer_bytes,
+           "read_buffer_bytes", "268435456",
+           "bytes a reading task holds at most (in flight, queued, chunked messages being "
+           "put together, rows being built); at least 1 MiB"),
     Option("pollTimeoutMs", (), READ, v.millis, "poll_timeout", "120000",
            "how long a reading task may go without progress (reconnects included) before "
            "it fails"),

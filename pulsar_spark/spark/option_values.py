@@ -69,6 +69,11 @@ def positive(name: str, value: str) -> int:
     return _int(name, value, minimum=1)
 
 
+def buffer_bytes(name: str, value: str) -> int:
+    """A byte budget of at least 1 MiB."""
+    return _int(name, value, minimum=1 << 20)
+
+
 def _int(name: str, value: str, *, minimum: int) -> int:
     try:
         number = int(value.strip())

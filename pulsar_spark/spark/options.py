@@ -92,6 +92,7 @@ class PulsarOptions:
     max_records_per_trigger: int | None
     subscription_name: str | None
     receiver_queue_size: int
+    read_buffer_bytes: int
     poll_timeout: float
     connect_timeout: float
     operation_timeout: float

@@ -292,3 +292,18 @@ def test_the_client_does_not_import_pyspark() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "pulsar"
+
+
+def test_read_buffer_bytes_reaches_the_client() -> None:
+    from pulsar_spark.spark.connect import open_client
+
+    options = parse_options(
+        {"service.url": "pulsar://localhost:6650", "topic": "t", "readBufferBytes": "2097152"}
+    )
+    with open_client(options) as client:
+        assert client.config.read_buffer_bytes == 2 << 20
+    default = parse_options({"service.url": "pulsar://localhost:6650", "topic": "t"})
+    assert default.read_buffer_bytes == 256 << 20
+    with pytest.raises(PulsarOptionError, match=r"readBufferBytes.*at least 1048576"):
+        given = {"service.url": "pulsar://x:6650", "topic": "t"}
+        parse_options({**given, "pulsar.reader.readBufferBytes": "1000"})
