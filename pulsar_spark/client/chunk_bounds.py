@@ -37,14 +37,23 @@ class ChunkBounds:
         log: where warnings about dropped messages go.
         max_bytes: most bytes the messages being put together may hold (a part
             of the read's budget); beyond it the read fails, naming the message.
+        drop_incomplete: beyond the bounds (count, bytes), drop the oldest
+            incomplete messages with a WARNING naming each, as the Java consumer
+            does (``autoAckOldestChunkedMessageOnQueueFull``), instead of failing.
     """
 
     def __init__(
-        self, reader: _Reader, log: logging.Logger, *, max_bytes: int | None = None
+        self,
+        reader: _Reader,
+        log: logging.Logger,
+        *,
+        max_bytes: int | None = None,
+        drop_incomplete: bool = False,
     ) -> None:
         self._reader = reader
         self._log = log
-        self._assembler = ChunkAssembler(max_bytes=max_bytes)
+        self._drop = drop_incomplete
+        self._assembler = ChunkAssembler(max_bytes=max_bytes, make_room=drop_incomplete)
         #: When the last chunk came (how long a chunked message has been waited for).
         self._chunk_at = 0.0
 
@@ -74,6 +83,14 @@ class ChunkBounds:
         chunks = self._assembler
         reader = self._reader
         whole = chunks.add(ledger, entry_id, metadata, payload, partition=reader.partition)
+        if chunks.evicted and self._drop:
+            for name in chunks.evicted:
+                self._log.warning(
+                    "%s: dropping incomplete chunked message %r to stay within %d messages "
+                    "and %s bytes being put together",
+                    *(reader.topic, name, chunks.max_pending, chunks.max_bytes),
+                )
+            chunks.evicted.clear()
         if chunks.evicted:
             msg = (
                 f"{reader.topic}: more than {chunks.max_pending} chunked messages "

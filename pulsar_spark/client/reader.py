@@ -77,7 +77,8 @@ class PartitionReader(ReaderSession):
         buffer_bytes: bytes the read holds at most (in flight, queued, chunked
             messages being put together, rows being built); None: the client's.
             Chunked messages being put together may take half of it: beyond,
-            the read fails naming the message (:class:`~.chunk_bounds.ChunkBounds`).
+            the read fails naming the message (:class:`~.chunk_bounds.ChunkBounds`),
+            or, with ``drop_incomplete_chunks``, drops the oldest with a WARNING.
         idle_timeout: seconds without data before checking whether the end
             was already passed (it may be a marker the broker never sends).
         missing_start: called with (held, next) when entries the read should
@@ -108,6 +109,7 @@ class PartitionReader(ReaderSession):
         missing_start: Callable[[MessageId, MessageId], None] | None = None,
         schema: SchemaInfo | None = None,
         buffer_bytes: int | None = None,
+        drop_incomplete_chunks: bool = False,
     ) -> None:
         super().__init__(
             lookup,
@@ -127,7 +129,9 @@ class PartitionReader(ReaderSession):
         self._needed: tuple[int, int] | None = None
         self._batch_rows = batch_rows
         self._batch_bytes = min(batch_bytes, self.buffer_bytes // 4)
-        self._chunks = ChunkBounds(self, log, max_bytes=self.buffer_bytes // 2)
+        self._chunks = ChunkBounds(
+            self, log, max_bytes=self.buffer_bytes // 2, drop_incomplete=drop_incomplete_chunks
+        )
         self._sink: ArrowSink | IdSink | None = None
         self.end_of_topic = False
         #: (ledger, entry) of the first message begun in the read (a plain message, or

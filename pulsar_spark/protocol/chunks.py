@@ -79,6 +79,8 @@ class ChunkAssembler:
             a larger ``total_chunk_msg_size`` is corruption.
         max_bytes: most bytes all messages being assembled may hold; None:
             no bound but ``max_pending`` times ``max_message_size``.
+        make_room: beyond ``max_bytes``, evict the oldest other messages (named
+            in :attr:`evicted`) rather than raise, while that makes room.
     """
 
     def __init__(
@@ -87,10 +89,12 @@ class ChunkAssembler:
         max_pending: int = 100,
         max_message_size: int = 64 * DEFAULT_MAX_FRAME_SIZE,
         max_bytes: int | None = None,
+        make_room: bool = False,
     ) -> None:
         self.max_pending = max_pending
         self.max_message_size = max_message_size
         self.max_bytes = max_bytes
+        self.make_room = make_room
         #: Bytes held by the messages being assembled.
         self.held_bytes = 0
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
@@ -184,7 +188,13 @@ class ChunkAssembler:
             )
             raise ChunkError(msg, message_id=where)
         size = len(payload)
-        if self.max_bytes is not None and self.held_bytes + size > self.max_bytes:
+        limit = self.max_bytes
+        if limit is not None and self.make_room:
+            while self.held_bytes + size > limit and next(iter(self._pending)) != uuid:
+                oldest, evicted = self._pending.popitem(last=False)
+                self.held_bytes -= evicted.size
+                self.evicted.append(oldest)
+        if limit is not None and self.held_bytes + size > limit:
             first_ledger, first_entry = pending.first
             self.discard(uuid)
             msg = (

@@ -180,3 +180,31 @@ def test_a_read_of_large_messages_stays_within_its_budget(pulsar_lite, topic_nam
     )
     assert (got["rows"], got["bytes"]) == (MESSAGES, MESSAGES * SIZE)
     assert grown < BUDGET + OVERHEAD
+
+
+def test_a_reader_may_choose_to_drop_the_oldest_incomplete_messages(caplog) -> None:
+    import logging
+
+    from pulsar_spark.client.chunk_bounds import ChunkBounds
+    from pulsar_spark.client.names import parse_topic
+
+    class Reader:
+        topic = parse_topic("t")
+        partition = -1
+        CHUNK_WAIT = 60.0
+
+    log = logging.getLogger("test.chunks")
+    part = b"x" * MIB
+    strict = ChunkBounds(Reader(), log, max_bytes=2 * MIB)
+    strict.add(1, 0, _chunk("old", 0, 3, 3 * MIB), part)
+    with pytest.raises(ChunkError, match="'new'"):
+        strict.add(1, 1, _chunk("new", 0, 2, 2 * MIB), part + part)
+    lenient = ChunkBounds(Reader(), log, max_bytes=2 * MIB, drop_incomplete=True)
+    lenient.add(1, 0, _chunk("old", 0, 3, 3 * MIB), part)
+    with caplog.at_level(logging.WARNING, logger="test.chunks"):
+        assert lenient.add(1, 1, _chunk("new", 0, 2, 2 * MIB), part) is None
+        whole = lenient.add(1, 2, _chunk("new", 1, 2, 2 * MIB), part)
+    assert whole is not None
+    assert len(whole.payload) == 2 * MIB
+    assert [r.getMessage() for r in caplog.records if "'old'" in r.getMessage()]
+    assert lenient.pending == 0
