@@ -9,6 +9,7 @@ ERROR the way a broker does during an unload.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ from pulsar_spark.client.errors import OperationTimeout
 from pulsar_spark.client.producer import DEFAULT_MAX_PENDING_BYTES, Producer
 from pulsar_spark.protocol import Frame, encode_command, pb
 from pulsar_spark.protocol.errors import ServerError
+from tests.support.admin import AdminError
 from tests.support.throttle import Throttle
 
 T = pb.BaseCommand
@@ -287,6 +289,67 @@ def test_a_refused_connection_during_a_restart_is_retried(
         timer.join()
     assert waited >= 1.5
     assert _values(pulsar_lite.service_url, topic_name) == [b"after the restart"]
+
+
+def test_create_producer_during_a_broker_restart(fresh_pulsar_lite, topic_name) -> None:
+    # The broker is started from this thread: setpriv --pdeathsig kills a broker whose
+    # starting thread ends, so the creation waits in a thread of its own instead.
+    broker = fresh_pulsar_lite()
+    outcome: list[object] = []
+
+    def create(client: PulsarClient) -> None:
+        started = time.monotonic()
+        try:
+            with client.create_producer(topic_name) as producer:
+                outcome.append(time.monotonic() - started)
+                producer.send(b"after")
+        except Exception as exc:  # reported below
+            outcome.append(exc)
+
+    with PulsarClient(broker.service_url) as client:
+        with client.create_producer(topic_name) as producer:
+            producer.send(b"before")
+        broker.stop()
+        creating = threading.Thread(target=create, args=(client,))
+        creating.start()
+        time.sleep(2)
+        broker.start()
+        creating.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], float), outcome
+    assert outcome[0] >= 1.5
+    assert _values(broker.service_url, topic_name) == [b"before", b"after"]
+
+
+def test_producers_created_under_an_unload_storm(apache_pulsar, topic_name) -> None:
+    # Unloads every 50 ms: a creation meets ServiceNotReady ("is being unloaded"), a
+    # lookup answered by a broker losing the topic, or a closed producer; each retries.
+    admin = apache_pulsar.admin
+    url = apache_pulsar.service_url
+    with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
+        producer.send(b"first")
+    stop = threading.Event()
+    unloads = [0]
+
+    def storm() -> None:
+        while not stop.wait(0.05):
+            with contextlib.suppress(AdminError):  # the topic may be loading: go on
+                admin.unload(topic_name)
+                unloads[0] += 1
+
+    thread = threading.Thread(target=storm, daemon=True)
+    thread.start()
+    try:
+        with PulsarClient(url, operation_timeout=20) as client:
+            for i in range(10):
+                with client.create_producer(topic_name, batching=False) as producer:
+                    producer.send(b"p%d" % i)
+    finally:
+        stop.set()
+        thread.join()
+    print(f"\n10 producers created under {unloads[0]} unloads")
+    assert unloads[0] >= 5
+    values = _values(url, topic_name)
+    assert list(dict.fromkeys(values)) == [b"first"] + [b"p%d" % i for i in range(10)]
 
 
 # -- the window, in bytes -----------------------------------------------------------------
