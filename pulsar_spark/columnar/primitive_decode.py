@@ -15,7 +15,8 @@ The layouts are the Java client's (all big-endian; see the schema mapping in
 Fixed-width values are read through a big-endian view of the value buffer at
 each value's offset, so a column costs a few NumPy operations. Null values
 (``null_value`` messages) stay null; a value of the wrong length, text that
-does not decode, or a time beyond Arrow's range fails naming its row.
+does not decode, or a time beyond Arrow's range (for timestamps: beyond what
+microseconds since the epoch can hold, as Spark needs) fails naming its row.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ _MS_PER_DAY = 86_400_000
 _NS_PER_DAY = 86_400_000_000_000
 _US_PER_DAY = 86_400_000_000
 _INT32 = (-(2**31), 2**31 - 1)
+#: The milliseconds whose microseconds fit an int64.
+_MAX_MS = (2**63 - 1) // 1000
 
 
 def decode_primitive(
@@ -136,6 +139,12 @@ def _decode_text(raw: bytes | None, charset: str) -> str | None:
         return None if raw is None else raw.decode(charset)
     except UnicodeDecodeError:
         return _UNDECODABLE
+
+
+def _beyond(values: Numbers, limit: int) -> Mask:
+    """Where ``|values| > limit`` (without ``np.abs``, which leaves INT64_MIN negative)."""
+    out: Mask = (values > limit) | (values < -limit)
+    return out
 
 
 class _Decoder:
@@ -235,7 +244,7 @@ class _Decoder:
         if kind is SchemaType.INSTANT:
             seconds, nanos = word(">i8"), word(">i4", 8)
             bad = self.ok_rows() & (
-                (np.abs(seconds) > 9_000_000_000_000) | (nanos < 0) | (nanos > 999_999_999)
+                _beyond(seconds, 9_000_000_000_000) | (nanos < 0) | (nanos > 999_999_999)
             )
             self.fail(
                 bad, "an INSTANT beyond the range of microsecond timestamps, or bad nanoseconds"
@@ -244,11 +253,21 @@ class _Decoder:
             return pa.array(micros, out)
         millis_or_days = word(">i8")
         if kind is SchemaType.DATE:
-            return pa.array((millis_or_days // _MS_PER_DAY).astype(np.int32), out)
+            days = millis_or_days // _MS_PER_DAY
+            bad = self.ok_rows() & ((days < _INT32[0]) | (days > _INT32[1]))
+            self.fail(bad, "a DATE of {} ms, beyond Arrow's dates", millis_or_days)
+            return pa.array(np.where(bad, 0, days).astype(np.int32), out)
         if kind is SchemaType.TIME:
             return pa.array((millis_or_days % _MS_PER_DAY).astype(np.int32), out)
         if kind is SchemaType.TIMESTAMP:
-            return pa.array(millis_or_days, out)
+            # Spark holds microseconds: beyond them, a value could not be read there.
+            bad = self.ok_rows() & _beyond(millis_or_days, _MAX_MS)
+            self.fail(
+                bad,
+                "a TIMESTAMP of {} ms, beyond the range of microsecond timestamps",
+                millis_or_days,
+            )
+            return pa.array(np.where(bad, 0, millis_or_days), out)
         if kind is SchemaType.LOCAL_TIME:
             bad = self.ok_rows() & ((millis_or_days < 0) | (millis_or_days >= _NS_PER_DAY))
             self.fail(bad, "a LOCAL_TIME of {} ns, beyond a day", millis_or_days)
@@ -260,7 +279,7 @@ class _Decoder:
         # LOCAL_DATE_TIME
         nanos = word(">i8", 8)
         bad = self.ok_rows() & (
-            (np.abs(millis_or_days) > 100_000_000) | (nanos < 0) | (nanos >= _NS_PER_DAY)
+            _beyond(millis_or_days, 100_000_000) | (nanos < 0) | (nanos >= _NS_PER_DAY)
         )
         self.fail(bad, "a LOCAL_DATE_TIME beyond the range of microsecond timestamps")
         days, nanos = np.where(bad, 0, millis_or_days), np.where(bad, 0, nanos)

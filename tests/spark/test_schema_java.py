@@ -161,7 +161,18 @@ def test_java_primitives_read_as_typed_columns(read_pulsar, apache_pulsar, topic
     }
     # STRING in UTF-16 (Java's StringSchema(charset): the __charset property).
     jobs[f"{topic_name}-utf16"] = (UTF16, [*TEXTS, None])
+    # Times beyond Spark's microseconds (Java's Long.MAX_VALUE ms, year 292278994).
+    beyond = {k: f"{topic_name}-beyond-{k.lower()}" for k in ("DATE", "TIMESTAMP", "INSTANT")}
+    jobs[beyond["DATE"]] = ("DATE", [0, 2**63 - 1])
+    jobs[beyond["TIMESTAMP"]] = ("TIMESTAMP", [0, -(2**63)])
+    jobs[beyond["INSTANT"]] = ("INSTANT", ["1970-01-01T00:00:00Z", "+1000000000-01-01T00:00:00Z"])
     java_produce_many(url, jobs)
+    for kind, topic in beyond.items():
+        df = read_pulsar(url, topic=topic, decodeErrorMode="deadLetter")
+        rows = df.select(F.col("value").isNull().alias("null"), "decodeError").collect()
+        assert [r.null for r in rows] == [False, True], kind
+        assert rows[0].decodeError is None
+        assert "beyond" in rows[1].decodeError, kind
     utf16 = read_pulsar(url, topic=f"{topic_name}-utf16")
     assert utf16.schema["value"].dataType == T.StringType()
     assert [r.value for r in utf16.select("value").collect()] == [*TEXTS, None]
