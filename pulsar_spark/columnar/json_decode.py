@@ -17,8 +17,11 @@ maps or bytes (which Arrow's reader cannot build) are decoded per value with
 Python's ``json`` module instead: correct, but not columnar.
 
 Dates, times and timestamps written as ISO-8601 text (producers that format
-them themselves) make the columnar parse fail: such a batch is decoded per
-value in Python, where :func:`.iso_time.iso_ticks` reads the text.
+them themselves), and floats that JSON has no number for (the Java client
+writes NaN and infinities as the strings ``"NaN"``, ``"Infinity"``,
+``"-Infinity"``; the Python client as the bare tokens ``NaN``...) make the
+columnar parse fail: such a batch is decoded per value in Python, where
+:func:`.iso_time.iso_ticks` reads the times.
 
 Fields missing from a value read as null (Jackson omits nulls), so every
 field of the result is nullable; fields the schema does not name are ignored.
@@ -74,8 +77,9 @@ class JsonPlan:
         self.columnar = pa.types.is_struct(self.type) and _arrow_readable(self.type)
         if self.columnar:
             self.parse_schema = pa.schema(list(_storage(self.type)))
-        #: Whether the type has date, time or timestamp fields (which may come as text).
-        self.temporal = _has_temporal(self.type)
+        #: Whether the type has fields whose values may come as text or as tokens Arrow's
+        #: reader refuses: dates, times, timestamps (ISO-8601), floats (NaN, Infinity).
+        self.lenient = _has_lenient(self.type)
 
     def decode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
         """One struct per JSON object (null where ``values`` is null).
@@ -133,7 +137,7 @@ class JsonPlan:
         parsed = self._parse(values)
         if parsed is not None:
             return parsed
-        if self.temporal:  # dates or times as ISO-8601 text, perhaps: each value in Python
+        if self.lenient:  # ISO-8601 times, NaN or Infinity, perhaps: each value in Python
             return self._python(values, rows, errors, collect)
         # Find the bad values: halves until each part parses or is one value.
         good = np.ones(len(values), bool)
@@ -282,14 +286,18 @@ def _arrow_readable(dtype: pa.DataType) -> bool:
     return True
 
 
-def _has_temporal(dtype: pa.DataType) -> bool:
+def _has_lenient(dtype: pa.DataType) -> bool:
     if pa.types.is_struct(dtype):
-        return any(_has_temporal(f.type) for f in dtype)
+        return any(_has_lenient(f.type) for f in dtype)
     if pa.types.is_list(dtype):
-        return _has_temporal(dtype.value_type)
+        return _has_lenient(dtype.value_type)
     if pa.types.is_map(dtype):
-        return _has_temporal(dtype.item_type)
-    return bool(pa.types.is_temporal(dtype))
+        return _has_lenient(dtype.item_type)
+    return bool(pa.types.is_temporal(dtype) or pa.types.is_floating(dtype))
+
+
+#: How Jackson writes the floats JSON has no numbers for (Java's JSON schema).
+_FLOAT_TEXTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 
 def _storage(dtype: pa.DataType) -> pa.DataType:
@@ -345,6 +353,8 @@ def _convert(value: Any, dtype: pa.DataType) -> Any:
             raise ValueError(msg) from None
     if isinstance(value, str) and pa.types.is_temporal(dtype):
         return iso_ticks(value, dtype)
+    if isinstance(value, str) and pa.types.is_floating(dtype) and value in _FLOAT_TEXTS:
+        return _FLOAT_TEXTS[value]
     if isinstance(value, bool) != pa.types.is_boolean(dtype):
         msg = f"a JSON {type(value).__name__} for {dtype}"
         raise TypeError(msg)

@@ -1,10 +1,12 @@
 """ISO-8601 text in JSON values' date, time and timestamp fields (columnar/iso_time and the
-JSON decoder's fallback to it)."""
+JSON decoder's fallback to it), and NaN and infinities in float fields as the Java and Python
+clients write them."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 
 import pyarrow as pa
 import pytest
@@ -135,3 +137,34 @@ def test_numbers_and_iso_text_decode_alike(rows: list[tuple[dt.datetime, bool]])
     ats = [(w - EPOCH) // dt.timedelta(microseconds=1) for w, _ in rows]
     assert got.field("at").cast(pa.int64()).to_pylist() == ats
     assert got.field("local").cast(pa.int64()).to_pylist() == [a // 1000 for a in ats]
+
+
+def test_json_floats_nan_and_infinities_as_java_and_python_write_them() -> None:
+    plan = JsonPlan(
+        json.dumps(
+            {
+                "type": "record",
+                "name": "R",
+                "fields": [
+                    {"name": "x", "type": "double"},
+                    {"name": "f", "type": ["null", "float"]},
+                ],
+            }
+        )
+    )
+    values = pa.array(
+        [
+            b'{"x": "NaN", "f": "-Infinity"}',  # Jackson (Java's JSON schema)
+            b'{"x": Infinity, "f": NaN}',  # json.dumps (Python's JsonSchema)
+            b'{"x": 2}',
+            b'{"x": "nan"}',  # not a spelling either writes
+        ]
+    )
+    column, errors = plan.decode_collect(values)
+    rows = column.to_pylist()
+    assert math.isnan(rows[0]["x"]) and rows[0]["f"] == float("-inf")
+    assert rows[1]["x"] == float("inf") and math.isnan(rows[1]["f"])
+    assert rows[2] == {"x": 2.0, "f": None}
+    assert rows[3] is None
+    assert errors.to_pylist()[:3] == [None, None, None]
+    assert "does not fit the schema" in errors.to_pylist()[3]

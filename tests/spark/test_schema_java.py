@@ -613,6 +613,7 @@ def test_java_pojo_topics_both_ways(spark, read_pulsar, apache_pulsar, topic_nam
     java_orders = [
         {"id": 1, "note": "n", "amount": 2.5, "tags": ["a"], "item": {"sku": "s", "qty": 2}},
         {"id": -2, "amount": -0.5},
+        {"id": 3, "amount": "Infinity"},  # Jackson writes it as the string "Infinity"
     ]
     pojo = {kind: {"type": kind.upper(), "pojo": "Order"} for kind in ("avro", "json")}
     topics = {kind: f"{topic_name}-{kind}" for kind in pojo}
@@ -620,6 +621,7 @@ def test_java_pojo_topics_both_ways(spark, read_pulsar, apache_pulsar, topic_nam
     full = [
         {"amount": 2.5, "id": 1, "item": {"qty": 2, "sku": "s"}, "note": "n", "tags": ["a"]},
         {"amount": -0.5, "id": -2, "item": None, "note": None, "tags": None},
+        {"amount": float("inf"), "id": 3, "item": None, "note": None, "tags": None},
     ]
     for kind, topic in topics.items():
         df = read_pulsar(url, topic=topic)
@@ -667,8 +669,8 @@ def test_java_pojo_topics_both_ways(spark, read_pulsar, apache_pulsar, topic_nam
     got = java_consume_many(
         url,
         {
-            topics["avro"]: (pojo["avro"], 4),
-            topics["json"]: (pojo["json"], 4),
+            topics["avro"]: (pojo["avro"], 5),
+            topics["json"]: (pojo["json"], 5),
             fresh: (pojo["avro"], 2),
         },
     )
@@ -679,6 +681,7 @@ def test_java_pojo_topics_both_ways(spark, read_pulsar, apache_pulsar, topic_nam
     from_java = [
         {"id": 1, "note": "n", "amount": 2.5, "tags": ["a"], "item": {"sku": "s", "qty": 2}},
         {"id": -2, "note": None, "amount": -0.5, "tags": None, "item": None},
+        {"id": 3, "note": None, "amount": "Infinity", "tags": None, "item": None},
     ]
     for topic in topics.values():
         assert [m["value"] for m in got[topic]] == from_java + from_spark, topic
