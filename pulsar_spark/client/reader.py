@@ -253,6 +253,7 @@ class PartitionReader(ReaderSession):
             frame.size,
         )
         if self._processed is None:
+            self._resubscribed = False  # the start is checked, not a resume point
             if self._start_time is None:
                 self._gaps.first_entry(ledger, entry_id, self._start, self._reached())
         elif self._resubscribed:
