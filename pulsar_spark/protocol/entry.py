@@ -11,25 +11,34 @@ separate step (:func:`select`), with the filters a reader needs:
 4. items whose bit is clear in ``CommandMessage.ack_set`` (already acked).
 
 Every skipped item is counted, so the reader can give its flow permit back.
+
+An encrypted entry (its metadata carries ``encryption_keys``) is never
+decompressed or split unless it was decrypted first: :func:`open_entry`
+decrypts it with the :class:`~.encryption.Decryptor` it is given, which
+applies the crypto failure action when it cannot (fail, discard: an entry of
+no messages with :attr:`Entry.discarded` set, consume: one message holding the
+ciphertext, with :attr:`Entry.encrypted_with` naming its keys); with no
+decryptor it raises :class:`~.crypto_errors.MissingPrivateKey`.
 :func:`messages` builds Python objects for tools and tests; the Arrow path
 (:mod:`pulsar_spark.columnar`) reads the same :class:`Entry` columns without them.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import PulsarApi_pb2 as pb
 from .batch import BatchItems, check_count, split_batch
 from .codecs import decompress
-from .errors import BatchDecodeError, CorruptMessage, ProtocolError
+from .entry_messages import Message, decode_key, messages, text
+from .errors import BatchDecodeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME_SIZE
-from .message_id import MessageId, to_signed64
+from .message_id import MessageId
 
-_U64 = 0xFFFF_FFFF_FFFF_FFFF
+if TYPE_CHECKING:
+    from .encryption import Decryptor
 
 __all__ = ["Entry", "Message", "open_entry", "select", "messages", "decode_key", "text"]
 
@@ -57,6 +66,12 @@ class Entry:
     batched: bool
     broker_entry_metadata: pb.BrokerEntryMetadata | None = None
     _items: BatchItems | None = None
+    #: An encrypted entry that did not decrypt, discarded (action ``discard``):
+    #: it holds no messages.
+    discarded: bool = False
+    #: The key names of an entry handed on still encrypted (action ``consume``):
+    #: its one message's payload is the ciphertext. Empty otherwise.
+    encrypted_with: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
@@ -116,8 +131,9 @@ def open_entry(
     broker_entry_metadata: pb.BrokerEntryMetadata | None = None,
     limit: int = DEFAULT_MAX_FRAME_SIZE,
     split: bool = True,
+    decrypt: Decryptor | None = None,
 ) -> Entry:
-    """Decompress and (unless ``split=False``) split one entry.
+    """Decrypt (when encrypted), decompress and (unless ``split=False``) split one entry.
 
     Args:
         ledger, entry, partition: where the entry lives (for ids and errors).
@@ -128,13 +144,37 @@ def open_entry(
         split: locate a batch's items now, parsing each item's metadata; with
             ``False`` only the item count is checked against the payload size,
             and a batch that does not split fails where its items are located.
+        decrypt: decrypts an encrypted entry, or applies its crypto failure
+            action; needed only for encrypted entries (a reader passes it on).
 
     Raises:
         CorruptMessage: (a subclass of) with the entry's message id in it.
+        DecryptionError: an encrypted entry not decrypted (no decryptor, or its
+            failure action is ``fail``), naming the id and the key names.
     """
     where = f"{ledger}:{entry}:{partition}:-1"
     batched = metadata.HasField("num_messages_in_batch")
     items = None
+    if len(metadata.encryption_keys) and (batched or len(payload) or not metadata.null_value):
+        if decrypt is None:
+            from .encryption import missing_key_error
+
+            raise missing_key_error(metadata, message_id=where)
+        opened = decrypt.open(metadata, payload, message_id=where)
+        if opened.outcome == "discarded":
+            none = BatchItems([], [], [])
+            return Entry(
+                ledger, entry, partition, metadata, b"", (), batched, broker_entry_metadata,
+                none, discarded=True,
+            )  # fmt: skip
+        if opened.outcome == "encrypted":
+            data = opened.payload
+            return Entry(
+                ledger, entry, partition, opened.metadata, data, (-1,), False,
+                broker_entry_metadata, BatchItems([], [0], [len(data)]),
+                encrypted_with=opened.key_names,
+            )  # fmt: skip
+        payload = opened.payload
     try:
         if not metadata.compression or (
             # A tombstone may travel with no payload bytes at all, even when a
@@ -181,7 +221,7 @@ def select(
             inclusive) are skipped. A start whose batch index is -1 means the
             whole entry.
     """
-    if entry.is_marker:
+    if entry.is_marker or entry.discarded:
         return []
     n = entry.count
     keep = list(range(n))
@@ -226,112 +266,3 @@ def _bit(words: Sequence[int], index: int) -> bool:
     if not 0 <= word < len(words):
         return False
     return bool(((words[word] & 0xFFFF_FFFF_FFFF_FFFF) >> (index & 63)) & 1)
-
-
-def decode_key(key: str | bytes, b64: bool, *, message_id: str = "") -> bytes:
-    """Partition key bytes: UTF-8 of the key, or its base64 decoding.
-
-    ``key`` is what protobuf gives for the ``partition_key`` string field:
-    ``str``, or ``bytes`` when the wire bytes are not valid UTF-8 (some
-    producers write raw bytes). Raw bytes are the key bytes as sent.
-    """
-    if not b64:
-        return key.encode() if isinstance(key, str) else bytes(key)
-    try:
-        return base64.b64decode(key, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        msg = f"partition key {key!r} is flagged base64 but does not decode: {exc}"
-        raise CorruptMessage(msg, message_id=message_id or None) from exc
-
-
-def text(value: str | bytes) -> str:
-    """A protobuf string field as ``str``.
-
-    protobuf hands back ``bytes`` for a string field whose wire bytes are not
-    valid UTF-8; those are decoded with U+FFFD replacements (as Java does).
-    """
-    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
-
-
-@dataclass(slots=True)
-class Message:
-    """One message as Python objects (tools and tests; readers use Arrow).
-
-    Text fields hold valid text: bytes that are not UTF-8 on the wire are
-    decoded with U+FFFD replacements, as the Java client does. ``sequence_id``
-    is signed 64-bit, like the Java client's and the Arrow ``sequenceId``.
-    """
-
-    message_id: MessageId
-    value: bytes | None
-    key: bytes | None
-    #: The key as the producer gave it (base64 text when ``key`` was bytes).
-    partition_key: str | None
-    ordering_key: bytes | None
-    properties: dict[str, str]
-    event_time: int | None
-    publish_time: int
-    producer_name: str
-    sequence_id: int
-    schema_version: bytes | None = None
-    broker_publish_time: int | None = None
-    broker_index: int | None = None
-    replicated_from: str | None = None
-
-
-def messages(entry: Entry, positions: Sequence[int] | None = None) -> list[Message]:
-    """Build :class:`Message` objects for the chosen positions (all by default)."""
-    meta = entry.metadata
-    if positions is None:
-        positions = range(entry.count)
-    bem = entry.broker_entry_metadata
-    broker_time = bem.broker_timestamp if bem and bem.HasField("broker_timestamp") else None
-    # The index is that of the entry's last message; items count from the batch's
-    # original size, so that compaction (which drops items) changes no index.
-    first_index = None
-    if bem and bem.HasField("index"):
-        size = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
-        first_index = bem.index - size + 1
-    data = entry.data
-    out = []
-    for pos in positions:
-        batch_index = entry.batch_indexes[pos]
-        id_text = entry.id_text(batch_index)
-        start, size = entry.starts[pos], entry.sizes[pos]
-        src = entry.smms[pos] if entry.smms is not None else meta
-        if entry.smms is not None:
-            seq = src.sequence_id if src.HasField("sequence_id") else meta.sequence_id + batch_index
-        else:
-            seq = meta.sequence_id
-        if src.HasField("partition_key") and not src.null_partition_key:
-            pkey: str | None = text(src.partition_key)
-            key: bytes | None = decode_key(
-                src.partition_key, src.partition_key_b64_encoded, message_id=id_text
-            )
-        else:
-            pkey = key = None
-        out.append(
-            Message(
-                message_id=entry.message_id(batch_index),
-                value=None if src.null_value else bytes(data[start : start + size]),
-                key=key,
-                partition_key=pkey,
-                ordering_key=src.ordering_key if src.HasField("ordering_key") else None,
-                properties={text(kv.key): text(kv.value) for kv in src.properties},
-                event_time=src.event_time or None,
-                publish_time=meta.publish_time,
-                producer_name=text(meta.producer_name),
-                sequence_id=to_signed64(seq & _U64),
-                schema_version=meta.schema_version if meta.HasField("schema_version") else None,
-                broker_publish_time=broker_time,
-                broker_index=(
-                    None
-                    if first_index is None
-                    else to_signed64((first_index + max(batch_index, 0)) & _U64)
-                ),
-                replicated_from=(
-                    text(meta.replicated_from) if meta.HasField("replicated_from") else None
-                ),
-            )
-        )
-    return out
