@@ -11,8 +11,10 @@ frames, e.g. ``shared/golden/*.bin``). Each frame becomes one line of JSON::
          "event_time": ms | null, "batch_index": n}]}
 
 Chunks of a large message carry ``"messages": []`` until the last one, whose
-line holds the reassembled message. With several files, each line also
-names its ``"file"``.
+line holds the reassembled message. An end-to-end encrypted message (no
+keys are given here) is shown as one message holding its ciphertext, with
+``"encryption_keys": [names]``; an encrypted chunk as such a message of its
+own. With several files, each line also names its ``"file"``.
 
 Bad input ends the run with exit status 1 and one line on stderr that names
 the file, the byte offset and the problem.
@@ -44,6 +46,7 @@ from .protocol import (
     pb,
     subcommand,
 )
+from .protocol.encryption import Decryptor, is_encrypted
 from .protocol.message_id import to_signed64
 
 __all__ = ["dump_stream", "main"]
@@ -64,13 +67,16 @@ def _text(value: str | bytes | None) -> str | None:
 
 
 def _message_json(message: Message) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "payload": None if message.value is None else base64.b64encode(message.value).decode(),
         "key": _text(message.partition_key),
         "properties": {_text(k): _text(v) for k, v in message.properties.items()},
         "event_time": message.event_time,
         "batch_index": message.message_id.batch_index,
     }
+    if message.encryption_keys is not None:
+        out["encryption_keys"] = list(message.encryption_keys)
+    return out
 
 
 def _where(frame: Frame) -> tuple[int, int, int]:
@@ -94,7 +100,9 @@ def _frame_json(frame: Frame, chunks: ChunkAssembler, limit: int) -> dict[str, A
     ledger, entry_id, partition = _where(frame)
     metadata = frame.metadata
     payload: bytes | memoryview = frame.payload
-    if is_chunk(metadata):
+    # No private keys here: encrypted messages are shown as they are.
+    opaque = Decryptor(action="consume")
+    if is_chunk(metadata) and not is_encrypted(metadata):
         whole = chunks.add(ledger, entry_id, metadata, payload)
         if whole is None:
             out["messages"] = []
@@ -111,6 +119,7 @@ def _frame_json(frame: Frame, chunks: ChunkAssembler, limit: int) -> dict[str, A
         payload,
         broker_entry_metadata=frame.broker_entry_metadata,
         limit=limit,
+        decrypt=opaque,
     )
     out["messages"] = [_message_json(m) for m in messages(entry)]
     return out

@@ -53,13 +53,17 @@ class CryptoError(PulsarError):
         topic: str | None = None,
         message_id: str | None = None,
         key_names: Sequence[str] = (),
+        offset: int | None = None,
     ) -> None:
         self.reason = msg
         self.topic = topic
         self.message_id = message_id
-        self.offset: int | None = None
+        #: The stream offset of the frame at fault, when known (as ProtocolError's).
+        self.offset = offset
         self.key_names = tuple(key_names)
         where = []
+        if offset is not None:
+            where.append(f"frame at byte offset {offset}")
         if topic:
             where.append(f"topic {topic}")
         if message_id is not None:
@@ -101,8 +105,11 @@ class DecryptionError(CorruptMessage, CryptoError):
         topic: str | None = None,
         message_id: str | None = None,
         key_names: Sequence[str] = (),
+        offset: int | None = None,
     ) -> None:
-        CryptoError.__init__(self, msg, topic=topic, message_id=message_id, key_names=key_names)
+        CryptoError.__init__(
+            self, msg, topic=topic, message_id=message_id, key_names=key_names, offset=offset
+        )
 
 
 class MissingPrivateKey(DecryptionError):

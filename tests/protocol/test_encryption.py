@@ -335,3 +335,16 @@ def test_no_key_material_in_errors_reprs_or_pickles() -> None:
     for text in shown:
         for secret in secrets:
             assert secret not in text
+
+
+def test_dump_shows_encrypted_messages_as_ciphertext_with_their_key_names() -> None:
+    from frame_builders import message_command
+
+    from pulsar_spark.dump import dump_stream
+    from pulsar_spark.protocol.framing import encode_payload_command
+
+    meta, ciphertext = _one_encrypted()
+    (record,) = dump_stream(iter([encode_payload_command(message_command(), meta, ciphertext)]))
+    (message,) = record["messages"]
+    assert message["encryption_keys"] == ["app.key", "ops.key"]
+    assert base64.b64decode(message["payload"]) == ciphertext
