@@ -1,0 +1,263 @@
+"""Encryption keys from PEM URLs (``file:``, ``data:``) or a JSON map name -> URL; crypto objects.
+
+A key is given as the Java client's default key reader takes it: a URL,
+``file:///path/key.pem`` or ``data:application/x-pem-file;base64,<base64 PEM>``
+(so that a secret store can carry the key itself), or, per key name, a JSON
+object ``{"name": "<url>", ...}`` (also a Python mapping). A single URL
+serves every key name.
+
+PEM accepted (as the Java client's BouncyCastle reader): public keys as
+``PUBLIC KEY`` (SPKI), ``RSA PUBLIC KEY`` (PKCS#1) or ``CERTIFICATE``; private
+keys as ``PRIVATE KEY`` (PKCS#8), ``RSA PRIVATE KEY`` or ``EC PRIVATE KEY``,
+an ``EC PARAMETERS`` block before them ignored. Encrypted PEM is not.
+
+Errors name the option and the key name, and a ``file:`` path; never a
+``data:`` URL or any PEM text, which hold the key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+
+from ..protocol.crypto_errors import CryptoKeyError, DecryptionError
+from ..protocol.encryption import CryptoFailureAction, Decryptor, crypto_failure_action
+from ..protocol.encryptor import Encryptor
+from ..protocol.key_wrap import PrivateKey, PublicKey, check_private_key, check_public_key
+
+__all__ = [
+    "KeySpec",
+    "load_private_keys",
+    "load_public_keys",
+    "make_decryptor",
+    "make_encryptor",
+    "parse_key_names",
+]
+
+_log = logging.getLogger(__name__)
+
+#: A key URL, a JSON object of key name to URL, or a mapping of key name to URL.
+KeySpec = str | Mapping[str, str]
+
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----", re.DOTALL)
+_PUBLIC_LABELS = ("PUBLIC KEY", "RSA PUBLIC KEY", "CERTIFICATE")
+_PRIVATE_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
+_DATA_MIME = "application/x-pem-file"
+
+
+def parse_key_names(value: str | Sequence[str], *, option: str = "encryption_keys") -> list[str]:
+    """Key names from ``"a,b"`` or a list; at least one, none empty, each once."""
+    names = value.split(",") if isinstance(value, str) else list(value)
+    names = [name.strip() for name in names]
+    if not names or any(not name for name in names):
+        msg = f"{option} must be one or more comma-separated key names, not {value!r}"
+        raise CryptoKeyError(msg)
+    if len(set(names)) != len(names):
+        msg = f"{option} names a key more than once: {value!r}"
+        raise CryptoKeyError(msg)
+    return names
+
+
+def load_private_keys(
+    spec: KeySpec, *, option: str = "private_key"
+) -> tuple[dict[str, PrivateKey], PrivateKey | None]:
+    """(key name -> private key, the key for any name) from a URL or a map."""
+    urls, default = _split(spec, option)
+    keys = {name: _private(_fetch(url, option, name), option, name) for name, url in urls.items()}
+    return keys, None if default is None else _private(_fetch(default, option, None), option, None)
+
+
+def load_public_keys(
+    spec: KeySpec, names: Sequence[str], *, option: str = "public_key"
+) -> dict[str, PublicKey]:
+    """The public key of each name in ``names``, from a URL or a map holding every name."""
+    urls, default = _split(spec, option)
+    out: dict[str, PublicKey] = {}
+    for name in names:
+        url = urls.get(name, default)
+        if url is None:
+            msg = (
+                f"{option} gives no public key for the encryption key name {name!r} "
+                f"(it names {sorted(urls)})"
+            )
+            raise CryptoKeyError(msg)
+        out[name] = _public(_fetch(url, option, name), option, name)
+    return out
+
+
+def make_decryptor(
+    topic: str,
+    private_key: KeySpec | None,
+    action: str | CryptoFailureAction = "fail",
+    *,
+    key_hint: str = "",
+    option: str = "private_key",
+    action_option: str = "crypto_failure_action",
+) -> Decryptor:
+    """A :class:`Decryptor` for ``topic``: discarded messages logged at WARNING."""
+    checked = crypto_failure_action(action, option=action_option)
+    keys, default = (
+        ({}, None) if private_key is None else load_private_keys(private_key, option=option)
+    )
+    return Decryptor(
+        keys,
+        default_key=default,
+        action=checked,
+        topic=topic,
+        key_hint=key_hint,
+        on_discard=_log_discard,
+    )
+
+
+def make_encryptor(
+    topic: str,
+    encryption_keys: str | Sequence[str],
+    public_key: KeySpec | None,
+    *,
+    names_option: str = "encryption_keys",
+    key_option: str = "public_key",
+) -> Encryptor:
+    """An :class:`Encryptor` for the named keys, their public keys from ``public_key``."""
+    names = parse_key_names(encryption_keys, option=names_option)
+    if public_key is None:
+        msg = f"{names_option} is set but {key_option} is not: give the public key (a PEM URL)"
+        raise CryptoKeyError(msg)
+    return Encryptor(load_public_keys(public_key, names, option=key_option), topic=topic)
+
+
+def _log_discard(error: DecryptionError) -> None:
+    _log.warning(
+        "discarded encrypted message %s of %s (key names %s): %s",
+        error.message_id,
+        error.topic,
+        ", ".join(error.key_names),
+        error.reason,
+    )
+
+
+def _split(spec: KeySpec, option: str) -> tuple[dict[str, str], str | None]:
+    """(per-name URLs, the URL for any name) from a spec."""
+    if isinstance(spec, Mapping):
+        return _names_to_urls(spec, option), None
+    if not isinstance(spec, str) or not spec.strip():
+        msg = f"{option} must be a PEM URL (file:... or data:...) or a JSON map of key name to URL"
+        raise CryptoKeyError(msg)
+    text = spec.strip()
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            msg = f"{option} starts with '{{' but is not a JSON object of key name to URL"
+            raise CryptoKeyError(msg) from None
+        if not isinstance(parsed, dict):
+            msg = f"{option} must be a JSON object of key name to URL"
+            raise CryptoKeyError(msg)
+        return _names_to_urls(parsed, option), None
+    return {}, text
+
+
+def _names_to_urls(spec: Mapping[Any, Any], option: str) -> dict[str, str]:
+    out = {}
+    for name, url in spec.items():
+        if not isinstance(name, str) or not name or not isinstance(url, str):
+            msg = f"{option} maps key names to URL strings; the entry {name!r} is not one"
+            raise CryptoKeyError(msg)
+        out[name] = url.strip()
+    if not out:
+        msg = f"{option} is an empty map: give at least one key name and URL"
+        raise CryptoKeyError(msg)
+    return out
+
+
+def _where(option: str, name: str | None) -> str:
+    return f"{option} (key name {name!r})" if name is not None else option
+
+
+def _fetch(url: str, option: str, name: str | None) -> bytes:
+    """The bytes at a ``file:`` or ``data:`` URL."""
+    where = _where(option, name)
+    if url.startswith("-----BEGIN"):
+        msg = f"{where} holds PEM text: give it as a data:{_DATA_MIME};base64,... URL"
+        raise CryptoKeyError(msg)
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme == "data":
+        return _data_url(url, where)
+    if scheme != "file":
+        shown = f"scheme {scheme!r}" if scheme else "no scheme"
+        msg = f"{where} must be a file:... or data:... URL, not a URL with {shown}"
+        raise CryptoKeyError(msg)
+    path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        msg = f"{where}: cannot read {path}: {exc.strerror or exc}"
+        raise CryptoKeyError(msg) from None
+
+
+def _data_url(url: str, where: str) -> bytes:
+    head, sep, data = url[len("data:") :].partition(",")
+    if not sep:
+        msg = f"{where} is a data: URL without a ',' before its data"
+        raise CryptoKeyError(msg)
+    params = head.split(";")
+    if params[0].strip().lower() != _DATA_MIME:
+        msg = f"{where}: a data: URL must have the media type {_DATA_MIME}"
+        raise CryptoKeyError(msg)
+    if "base64" not in (p.strip().lower() for p in params[1:]):
+        return urllib.parse.unquote_to_bytes(data)
+    try:
+        return base64.b64decode(urllib.parse.unquote(data), validate=True)
+    except (binascii.Error, ValueError):
+        msg = f"{where}: the data: URL's base64 does not decode"
+        raise CryptoKeyError(msg) from None
+
+
+def _block(pem: bytes, labels: tuple[str, ...], where: str, kind: str) -> tuple[str, bytes]:
+    for match in _PEM_BLOCK.finditer(pem):
+        label = match.group(1).decode()
+        if label in labels:
+            return label, match.group(0)
+        if label == "ENCRYPTED PRIVATE KEY" or b"ENCRYPTED" in match.group(2)[:200]:
+            msg = f"{where} is an encrypted PEM key, which is not supported: give it unencrypted"
+            raise CryptoKeyError(msg)
+    msg = f"{where} holds no PEM {kind} (looked for {', '.join(labels)})"
+    raise CryptoKeyError(msg)
+
+
+def _private(pem: bytes, option: str, name: str | None) -> PrivateKey:
+    where = _where(option, name)
+    _, block = _block(pem, _PRIVATE_LABELS, where, "private key")
+    try:
+        key = serialization.load_pem_private_key(block, password=None)
+        return check_private_key(key)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        reason = "not RSA or EC" if isinstance(exc, TypeError) else "does not load"
+        msg = f"{where}: the private key {reason}"
+        raise CryptoKeyError(msg) from None
+
+
+def _public(pem: bytes, option: str, name: str | None) -> PublicKey:
+    where = _where(option, name)
+    label, block = _block(pem, _PUBLIC_LABELS, where, "public key or certificate")
+    try:
+        if label == "CERTIFICATE":
+            key: object = x509.load_pem_x509_certificate(block).public_key()
+        else:
+            key = serialization.load_pem_public_key(block)
+        return check_public_key(key)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        reason = "not RSA or EC" if isinstance(exc, TypeError) else "does not load"
+        msg = f"{where}: the public key {reason}"
+        raise CryptoKeyError(msg) from None
