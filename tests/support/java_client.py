@@ -4,14 +4,23 @@
 ``lib/*`` (the Java client 4.0.8 and its dependencies) into
 ``<cache>/java-<SHA-256 of the source>/``, so later runs skip ``javac``; a
 lock makes concurrent test processes compile it once. Each call runs one JVM
-(C1 only, class-data sharing, a small heap: about 2 s), which produces or
-consumes one topic with a typed schema, values as JSON lines (the Java file
-says how each type is written in JSON).
+(C1 only, class-data sharing, a small heap; the client is not closed, whose
+event loops take 2 s to stop: about 2 s a call), which produces to or consumes
+from any number of topics, each with its typed schema, values as JSON lines
+(the Java file says how each type is written in JSON). :func:`java_produce_many`
+and :func:`java_consume_many` take several topics; :func:`java_produce` and
+:func:`java_consume` one.
 
 A *schema spec* is a primitive's name (``"INT64"``, ``"INSTANT"``...),
 ``"AUTO_CONSUME"``, ``"PROTOBUF_NATIVE"``, or a dict: :func:`avro`, :func:`json_schema`,
-:func:`key_value`. The PROTOBUF_NATIVE message is built in Java from a
-``FileDescriptorProto`` (no ``.proto`` file): :data:`PROTOBUF_ORDER` describes it.
+:func:`key_value`, ``{"type": "AVRO"|"JSON", "pojo": "Order"}`` (``Schema.AVRO(Order.class)``
+of SchemaTool's ``Order`` class: id, note, amount, tags, item {sku, qty}), ``{"type":
+"STRING", "charset": "UTF-16"}`` (``new StringSchema(charset)``). The PROTOBUF_NATIVE message
+is built in Java from a ``FileDescriptorProto`` (no ``.proto`` file): :data:`PROTOBUF_ORDER`
+describes it.
+
+:data:`PRIMITIVE_EDGES` holds the edge values of every primitive type, as sent and as a
+typed read gives them back; :func:`from_java` reads what a Java consumer printed.
 """
 
 from __future__ import annotations
