@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -194,6 +196,11 @@ class Driver:
         self.proc.wait()
         return len(tree)
 
+    def count(self, text: str) -> int:
+        """How many lines of the driver's log (JVM and workers included) hold ``text``."""
+        with self.log_path.open(errors="replace") as log:
+            return sum(text in line for line in log)
+
     def tail(self, chars: int = 6000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
 
@@ -330,6 +337,7 @@ def _stream(spark: Any, job: dict[str, Any], control: Path) -> dict[str, Any]:
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job (see the module docstring) in this process; its result."""
     control = Path(job["control"])
+    logging.basicConfig(level=logging.INFO)  # the connector's own logs go to the log too
     spark = _session(job.get("master", "local[2,4]"))
     t0 = time.monotonic()
     try:
@@ -339,8 +347,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             result: dict[str, Any] = {"values": [bytes(r.value).hex() for r in rows]}
         else:
             result = _stream(spark, job, control)
-    except Exception as exc:  # the test reads it from result.json
+    except Exception as exc:  # the test reads it from result.json; the log has it too
         result = {"error": f"{type(exc).__name__}: {exc}"}
+        traceback.print_exc()
     result["seconds"] = round(time.monotonic() - t0, 2)
     (control / "result.json").write_text(json.dumps(result))
     spark.stop()
