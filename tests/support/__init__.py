@@ -12,6 +12,8 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``official``     produce and read with the official ``pulsar`` client
 ``apache_dist``  the Apache Pulsar distribution: download, cache, Java, JVM flags, config
 ``java_client``  the Java client as a test peer: typed produce/consume (SchemaTool.java)
+``java_crypto``  the Java client as an encryption peer: EC/RSA produce, decrypting consume (CryptoTool.java)
+``raw_wire``     bare wire peers: MESSAGE frames as the broker sent them, prepared SENDs
 ``apache_tls``   tokens and certificates of the secure Apache broker
 ``apache``       :class:`ApachePulsar` (plain, secure, dedup) and :class:`BrokerHandle`
 ``admin``        :class:`PulsarAdmin`, the Apache Pulsar admin REST API

@@ -1,0 +1,262 @@
+"""Encryption interop with the official clients on the wire: theirs decrypt with ours, and back.
+
+* the official Python client (RSA, ``CryptoKeyReader``), every codec, batched and not:
+  we decrypt what it produces (the frames as the broker sent them, opened with our
+  Decryptor), and its consumer decrypts what our Encryptor made (sent as raw SENDs),
+  with one or two key names;
+* the Java client, the one that does EC (ECIES) keys: two key names (RSA and EC, or two
+  EC keys) both ways, and chunked messages on Apache Pulsar;
+* key rotation: messages of two producers with different keys read with a map of both.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from pulsar_spark.client.crypto_keys import load_public_keys, make_decryptor
+from pulsar_spark.protocol import (
+    ChunkAssembler,
+    codec_by_name,
+    compress,
+    encode_batch,
+    is_chunk,
+    messages,
+    open_entry,
+    pb,
+)
+from pulsar_spark.protocol.crypto_errors import MissingPrivateKey
+from pulsar_spark.protocol.encryption import open_chunk
+from pulsar_spark.protocol.encryptor import Encryptor
+from pulsar_spark.protocol.framing import Frame
+from pulsar_spark.protocol.message_id import to_signed64
+from tests.support.java_crypto import java_consume_decrypted, java_produce_encrypted
+from tests.support.official import mixed_messages, official_client, produce
+from tests.support.raw_wire import raw_messages, send_prepared
+
+CODECS = ["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]
+NONE = serialization.NoEncryption()
+
+
+class Keys:
+    """A key pair written as PEM files: ``priv``/``pub`` paths and file: URLs."""
+
+    def __init__(
+        self, directory: Path, name: str, key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
+    ):
+        self.key = key
+        self.priv = directory / f"{name}-priv.pem"
+        self.pub = directory / f"{name}-pub.pem"
+        self.priv.write_bytes(
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, NONE)
+        )
+        self.pub.write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        self.priv_url, self.pub_url = self.priv.as_uri(), self.pub.as_uri()
+
+
+@pytest.fixture(scope="module")
+def key_dir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Keys]:
+    directory = tmp_path_factory.mktemp("keys")
+    return {
+        "rsa": Keys(
+            directory, "rsa", rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        ),
+        "rsa2": Keys(
+            directory, "rsa2", rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        ),
+        "ec": Keys(directory, "ec", ec.generate_private_key(ec.SECP256R1())),
+        "ec2": Keys(directory, "ec2", ec.generate_private_key(ec.SECP256R1())),
+    }
+
+
+def _where(frame: Frame) -> tuple[int, int, int]:
+    mid = frame.command.message.message_id
+    return to_signed64(mid.ledgerId), to_signed64(mid.entryId), mid.partition
+
+
+def _decrypted(frames: list[Frame], topic: str, private_key: object) -> list:
+    """Messages of raw frames, opened as a reader does with our Decryptor."""
+    decryptor = make_decryptor(topic, private_key)  # type: ignore[arg-type]
+    assembler = ChunkAssembler()
+    out = []
+    for frame in frames:
+        ledger, entry, partition = _where(frame)
+        metadata, payload = frame.metadata, frame.payload
+        assert metadata is not None and payload is not None
+        assert metadata.encryption_keys, "the official client sent a message in clear"
+        if is_chunk(metadata):
+            opened = open_chunk(decryptor, metadata, payload, message_id=f"{ledger}:{entry}")
+            assert opened is not None
+            whole = assembler.add(ledger, entry, *opened)
+            if whole is None:
+                continue
+            metadata, payload = whole.metadata, whole.payload
+        out += messages(open_entry(ledger, entry, partition, metadata, payload, decrypt=decryptor))
+    return out
+
+
+def _crypto_reader(keys: Keys):
+    import pulsar
+
+    return pulsar.CryptoKeyReader(str(keys.pub), str(keys.priv))
+
+
+# -- the official Python client ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "single"])
+def test_official_python_messages_decrypt(pulsar_lite, topic_name, key_dir, codec, batched) -> None:
+    url, keys = pulsar_lite.service_url, key_dir["rsa"]
+    sent = mixed_messages(12)
+    produce(
+        url, topic_name, sent, batching=batched, compression=codec,
+        encryption_key="app.key", crypto_key_reader=_crypto_reader(keys),
+    )  # fmt: skip
+    frames = raw_messages(url, topic_name, len(sent))
+    assert all(f.metadata.encryption_keys[0].key == "app.key" for f in frames)
+    if batched:
+        assert any(f.metadata.num_messages_in_batch > 1 for f in frames)
+    got = _decrypted(frames, topic_name, keys.priv_url)
+    assert [m.value for m in got] == [m["value"] for m in sent]
+    assert [m.properties for m in got] == [m.get("properties", {}) for m in sent]
+    assert [m.partition_key for m in got] == [m.get("key") for m in sent]
+    ledger, entry, partition = _where(frames[0])
+    with pytest.raises(MissingPrivateKey, match=r"'app.key'.*|private_key="):
+        open_entry(ledger, entry, partition, frames[0].metadata, frames[0].payload)
+
+
+def _entries(values: list[bytes], codec: str, batched: bool, encryptor: Encryptor) -> list:
+    """(metadata, encrypted payload) per entry: one batch of all, or one message each."""
+    number = codec_by_name(codec)
+    groups = [values] if batched else [[v] for v in values]
+    out = []
+    for group in groups:
+        meta = pb.MessageMetadata(
+            producer_name="x", sequence_id=0, publish_time=int(time.time() * 1000)
+        )
+        if batched:
+            raw = encode_batch((pb.SingleMessageMetadata(payload_size=len(v)), v) for v in group)
+            meta.num_messages_in_batch = len(group)
+        else:
+            raw = group[0]
+        if number:
+            meta.compression = number
+            meta.uncompressed_size = len(raw)
+        out.append((meta, encryptor.encrypt(meta, compress(number, raw), now=time.monotonic())))
+    return out
+
+
+def _official_consume(url: str, topic: str, count: int, keys: Keys) -> list[bytes]:
+    import pulsar
+
+    got = []
+    with official_client(url) as client:
+        consumer = client.subscribe(
+            topic, "decrypting", initial_position=pulsar.InitialPosition.Earliest,
+            crypto_key_reader=_crypto_reader(keys),
+            crypto_failure_action=pulsar.ConsumerCryptoFailureAction.FAIL,
+        )  # fmt: skip
+        try:
+            for _ in range(count):
+                message = consumer.receive(timeout_millis=20_000)
+                context = message.encryption_context()
+                assert context is not None and not context.is_decryption_failed()
+                got.append(message.data())
+                consumer.acknowledge(message)
+        finally:
+            consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "single"])
+@pytest.mark.parametrize("names", [1, 2])
+def test_the_official_python_consumer_decrypts_ours(
+    pulsar_lite, topic_name, key_dir, codec, batched, names
+) -> None:
+    url = pulsar_lite.service_url
+    # With two names the official reader (one private key for every name) finds its own.
+    public = {"other": key_dir["rsa2"].pub_url, "app": key_dir["rsa"].pub_url}
+    chosen = dict(list(public.items())[-names:])
+    encryptor = Encryptor(load_public_keys(json.dumps(chosen), list(chosen)))
+    values = [f"secret-{i}".encode() * (i + 1) for i in range(9)]
+    send_prepared(url, topic_name, _entries(values, codec, batched, encryptor))
+    assert _official_consume(url, topic_name, len(values), key_dir["rsa"]) == values
+
+
+def test_key_rotation_two_producers_two_keys_read_with_a_map(
+    pulsar_lite, topic_name, key_dir
+) -> None:
+    url = pulsar_lite.service_url
+    old, new = key_dir["rsa"], key_dir["rsa2"]
+    produce(
+        url,
+        topic_name,
+        [b"old-1", b"old-2"],
+        encryption_key="v1",
+        crypto_key_reader=_crypto_reader(old),
+    )
+    produce(url, topic_name, [b"new-1"], encryption_key="v2", crypto_key_reader=_crypto_reader(new))
+    frames = raw_messages(url, topic_name, 3)
+    both = json.dumps({"v1": old.priv_url, "v2": new.priv_url})
+    assert [m.value for m in _decrypted(frames, topic_name, both)] == [b"old-1", b"old-2", b"new-1"]
+
+
+# -- the Java client: EC keys, two names, chunks -------------------------------------------------
+
+
+@pytest.mark.parametrize("pair", [("rsa", "ec"), ("ec", "ec2")], ids=["rsa+ec", "ec+ec"])
+def test_java_two_key_names_decrypt_with_either_private_key(
+    apache_pulsar, topic_name, key_dir, pair
+) -> None:
+    url = apache_pulsar.service_url
+    first, second = (key_dir[n] for n in pair)
+    values = [f"java-{i}".encode() * 5 for i in range(20)]
+    java_produce_encrypted(
+        url, topic_name, values, {"one": first.pub_url, "two": second.pub_url}, compression="LZ4"
+    )
+    frames = raw_messages(url, topic_name, len(values))
+    sizes = {k.key: len(k.value) for k in frames[0].metadata.encryption_keys}
+    expected = [256 if n.startswith("rsa") else 117 for n in pair]  # RSA-2048 / ECIES P-256
+    assert sizes == dict(zip(["one", "two"], expected, strict=True))
+    for private in ({"one": first.priv_url}, {"two": second.priv_url}):
+        assert [m.value for m in _decrypted(frames, topic_name, private)] == values
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "single"])
+def test_the_java_consumer_decrypts_ours_with_ec_keys(
+    apache_pulsar, topic_name, key_dir, batched
+) -> None:
+    url = apache_pulsar.service_url
+    chosen = {"a": key_dir["ec"].pub_url, "b": key_dir["ec2"].pub_url}
+    encryptor = Encryptor(load_public_keys(json.dumps(chosen), ["a", "b"]))
+    values = [f"ours-{i}".encode() * 7 for i in range(10)]
+    send_prepared(url, topic_name, _entries(values, "ZSTD", batched, encryptor))
+    got = java_consume_decrypted(url, topic_name, len(values), key_dir["ec2"].priv_url)
+    assert [v for v, _ in got] == values and all(sorted(names) == ["a", "b"] for _, names in got)
+
+
+def test_official_chunked_encrypted_messages_decrypt_chunk_by_chunk(
+    apache_pulsar, topic_name, key_dir
+) -> None:
+    url, keys = apache_pulsar.service_url, key_dir["rsa"]
+    big = bytes(range(256)) * (6 * 4096)  # 6 MiB, above the broker's 5 MiB maxMessageSize
+    sent = [b"before", {"value": big, "key": "big"}, b"after"]
+    produce(
+        url, topic_name, sent, batching=False, chunking_enabled=True,
+        encryption_key="app.key", crypto_key_reader=_crypto_reader(keys),
+    )  # fmt: skip
+    frames = raw_messages(url, topic_name, 4)  # the 2 small ones and at least 2 chunks
+    assert sum(is_chunk(f.metadata) for f in frames) >= 2
+    got = _decrypted(frames, topic_name, keys.priv_url)
+    assert [m.value for m in got] == [b"before", big, b"after"]
