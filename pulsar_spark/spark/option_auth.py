@@ -3,16 +3,19 @@
 ``pulsar.client.authPluginClassName`` takes the Java client's class names
 (or ``token``, ``basic``, ``tls``, ``oauth2``); ``pulsar.client.authParams``
 the Java client's parameter formats. :func:`auth_spec` checks the two
-together. No error shows a credential: parameter errors name the option and the
-missing keys, never a value, and a plugin value is echoed only when it looks like a
-class name. Nothing here imports pyspark.
+together (an OAuth2 ``privateKey`` may be a ``data:`` URL of the key file, as in
+Java: its client id and secret are taken out here). No error shows a credential:
+parameter errors name the option and the missing keys, never a value, and a plugin
+value is echoed only when it looks like a class name. Nothing here imports pyspark.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import re
+import urllib.parse
 from dataclasses import dataclass
 
 from .errors import PulsarOptionError
@@ -109,6 +112,30 @@ def _warn_bare_token(params_name: str) -> None:
     )
 
 
+def _inline_key(params_name: str, found: dict[str, str]) -> dict[str, str]:
+    """OAuth2 ``privateKey`` given as a ``data:`` URL (``data:application/json;base64,...``,
+    as the Java client takes it): its ``client_id`` and ``client_secret`` become the
+    ``clientId`` and ``clientSecret`` parameters. Errors never show the URL: it is the
+    key itself."""
+    head, comma, data = found["privateKey"].partition(",")
+    try:
+        raw = base64.b64decode(data, validate=True) if head.endswith(";base64") else None
+        key = json.loads(urllib.parse.unquote_to_bytes(data) if raw is None else raw)
+    except ValueError:
+        key = None
+    if not comma or not isinstance(key, dict) or not key.get("client_id"):
+        msg = (
+            "privateKey is a data: URL that is not a JSON object with client_id and "
+            "client_secret (value not shown)"
+        )
+        raise PulsarOptionError(params_name, msg)
+    inlined = {k: v for k, v in found.items() if k != "privateKey"}
+    inlined.setdefault("clientId", str(key["client_id"]))
+    if key.get("client_secret"):
+        inlined.setdefault("clientSecret", str(key["client_secret"]))
+    return inlined
+
+
 _REQUIRED_PARAMS = {
     "basic": ("userId", "password"),
     "tls": ("tlsCertFile", "tlsKeyFile"),
@@ -146,6 +173,8 @@ def auth_spec(
     if not found_text:
         raise PulsarOptionError(params_name, f"{kind} authentication needs parameters")
     found = _split_params(params_name, found_text)
+    if kind == "oauth2" and found.get("privateKey", "").startswith("data:"):
+        found = _inline_key(params_name, found)
     missing = [k for k in _REQUIRED_PARAMS[kind] if not found.get(k)]
     if kind == "oauth2" and not (
         found.get("privateKey") or (found.get("clientId") and found.get("clientSecret"))

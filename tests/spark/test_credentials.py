@@ -9,6 +9,7 @@ Spark redacts option values in plans by key (``spark.sql.redaction.options.regex
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -37,6 +38,14 @@ def _no_secret(text: str, *secrets: str) -> None:
                 assert part not in text, f"credential shown: ...{part[:6]}... in {text[:400]!r}"
 
 
+def _data_url(key: dict[str, str]) -> str:
+    """An OAuth2 key file inlined as the Java client takes it: the key itself, base64."""
+    encoded = base64.b64encode(json.dumps(key).encode()).decode("ascii")
+    return f"data:application/json;base64,{encoded}"
+
+
+INLINE_KEY = _data_url({"client_id": "c", "client_secret": SECRET})
+
 AUTH_CASES = {
     "bare jwt": ("token", FOREIGN_JWT),
     "token: prefix": (JAVA_TOKEN, f"token:{FOREIGN_JWT}"),
@@ -46,6 +55,10 @@ AUTH_CASES = {
     "oauth2 secret": (
         "oauth2",
         json.dumps({"issuerUrl": "https://127.0.0.1:1", "clientId": "c", "clientSecret": SECRET}),
+    ),
+    "oauth2 inline key": (
+        "oauth2",
+        json.dumps({"issuerUrl": "https://127.0.0.1:1", "privateKey": INLINE_KEY}),
     ),
 }
 
@@ -63,7 +76,7 @@ def test_parsed_options_clients_and_pickles_do_not_show_credentials(case: str) -
     auth = authentication(parsed.auth)
     with open_client(parsed) as client:
         shown = [repr(parsed), str(parsed), repr(parsed.auth), repr(auth), repr(client.config)]
-    _no_secret("\n".join(shown), FOREIGN_JWT, SECRET)
+    _no_secret("\n".join(shown), FOREIGN_JWT, SECRET, INLINE_KEY.split(",")[1])
     assert pickle.loads(pickle.dumps(parsed)) == parsed  # still travels to tasks
 
 
@@ -84,6 +97,23 @@ def test_a_bare_token_is_accepted_with_a_warning_that_does_not_show_it(caplog) -
     _no_secret(warnings[0], FOREIGN_JWT)
 
 
+def test_an_inline_oauth2_key_becomes_client_id_and_secret() -> None:
+    raw = {"service.url": "pulsar://127.0.0.1:6650", "topic": "t"}
+    raw |= {
+        "pulsar.client.authPluginClassName": "oauth2",
+        "pulsar.client.authParams": json.dumps(
+            {"issuerUrl": "https://h", "privateKey": INLINE_KEY, "audience": "a"}
+        ),
+    }
+    params = dict(parse_options(raw).auth.params)
+    assert params == {
+        "issuerUrl": "https://h",
+        "audience": "a",
+        "clientId": "c",
+        "clientSecret": SECRET,
+    }
+
+
 BAD_PARAMS = {
     "basic, JSON cut short": ("basic", '{"userId": "u", "password": "' + SECRET + '"'),
     "basic without userId": ("basic", json.dumps({"password": SECRET})),
@@ -94,6 +124,14 @@ BAD_PARAMS = {
     "the token given as the plugin": (FOREIGN_JWT, JAVA_TOKEN),
     "a password given as the plugin": (f"basic:{SECRET}", "userId:u"),
     "token file that does not exist": ("token", "file:///nonexistent/token"),
+    "oauth2 inline key that is not JSON": (
+        "oauth2",
+        json.dumps({"issuerUrl": "https://h", "privateKey": INLINE_KEY[:-8] + "!"}),
+    ),
+    "oauth2 inline key without client_id": (
+        "oauth2",
+        json.dumps({"issuerUrl": "https://h", "privateKey": _data_url({"client_secret": SECRET})}),
+    ),
 }
 
 
@@ -107,9 +145,10 @@ def test_option_errors_name_the_option_and_never_the_credential(case: str) -> No
     with pytest.raises(PulsarOptionError) as info:
         authentication(parse_options(raw).auth)
     assert info.value.option.startswith("pulsar.client.auth")
-    _no_secret(str(info.value), FOREIGN_JWT, SECRET)
-    _no_secret(repr(info.value), FOREIGN_JWT, SECRET)
-    _no_secret(repr(pickle.loads(pickle.dumps(info.value))), FOREIGN_JWT, SECRET)
+    hidden = (FOREIGN_JWT, SECRET, INLINE_KEY.split(",")[1][:40])
+    _no_secret(str(info.value), *hidden)
+    _no_secret(repr(info.value), *hidden)
+    _no_secret(repr(pickle.loads(pickle.dumps(info.value))), *hidden)
 
 
 def _secure(broker, **extra: str) -> dict[str, str]:
