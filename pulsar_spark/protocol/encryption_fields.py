@@ -49,8 +49,10 @@ ENCRYPTED_PROPERTIES = (
 #: What to tell the user who gave no usable private key (the client's words;
 #: the Spark layer passes its option names instead).
 DEFAULT_KEY_HINT = (
-    "give its private key with read_batches(private_key=...) (a PEM URL, or a JSON map of "
-    "key name to URL), or pass crypto_failure_action='discard' or 'consume'"
+    "give its private key (a PEM URL, file:... or data:application/x-pem-file;base64,..., or "
+    "a JSON map of key name to URL) with the read option privateKey "
+    "(pulsar.reader.privateKey), or read_batches(private_key=...) in the client; or skip such "
+    "messages with cryptoFailureAction=discard, or read them still encrypted with consume"
 )
 
 
