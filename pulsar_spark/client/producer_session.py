@@ -132,6 +132,11 @@ class ProducerSession:
         attempts = 0
         while True:
             attempts += 1
+            # A CLOSE_PRODUCER (an unload) or a lost connection may come right after
+            # PRODUCER_SUCCESS, before this thread has taken the new attachment as its
+            # own: counted here, it is acted upon below, never by a reconnect racing us.
+            with self._lock:
+                self._reconnecting = 1
             try:
                 self._create(first=True)
             except PulsarError as exc:
@@ -145,6 +150,10 @@ class ProducerSession:
                 log.info("creating a producer on %s: %s; again in %.1f s", self.topic, exc, delay)
                 time.sleep(delay)
             else:
+                with self._lock:
+                    again, self._reconnecting = self._reconnecting > 1, 0
+                if again:
+                    self._schedule_reconnect("closed while it was being created")
                 return
 
     def _create(self, *, first: bool) -> None:

@@ -59,9 +59,10 @@ class Transport:
         self._tick = 1.0
         self._stall = 30.0
         self._reading = False
-        self._outbox: deque[bytes] = deque()
+        self._outbox: deque[bytes | memoryview] = deque()
         self._out = threading.Condition()
-        self._writing = False
+        self._writing = False  # a thread is writing to the socket
+        self._partial = False  # the outbox begins with the rest of a frame
         self._closed = False
         #: Bytes written since :meth:`start` (frames, whole or in part), and the
         #: monotonic time the last of them moved: the peer's TCP stack is alive then.
@@ -153,16 +154,41 @@ class Transport:
         ).start()
 
     def enqueue(self, data: bytes, *, urgent: bool = False) -> bool:
-        """Queue ``data`` (whole frames) for the writer; ``urgent`` ones (PING, PONG)
-        go before queued frames, never inside one. False when closed."""
-        with self._out:
+        """Send ``data`` (whole frames) in order; False when closed. Never waits for
+        the socket: on plain TCP, when nothing is queued or being written, as much as
+        the socket takes at once goes out from this thread (no hand-over to the writer
+        thread for the common case), the rest is queued. ``urgent`` frames (PING,
+        PONG) go before queued frames, never inside one."""
+        out = self._out
+        with out:
             if self._closed:
                 return False
-            if urgent:
-                self._outbox.appendleft(data)
+            direct = not (self._tls or self._writing or self._outbox)
+            if direct:
+                self._writing = True
+            elif urgent:
+                # Never ahead of the rest of a frame begun by a direct write.
+                self._outbox.insert(1 if self._partial else 0, data)
             else:
                 self._outbox.append(data)
-            self._out.notify()
+            if not direct:
+                out.notify_all()
+                return True
+        sent = 0
+        try:
+            if _wait_ready(self.sock, write=True, timeout=0):
+                sent = self.sock.send(data, socket.MSG_DONTWAIT)
+        except (OSError, ValueError):
+            sent = 0  # the writer thread meets the error and reports it
+        if sent:
+            self.bytes_written += sent
+            self.moved_at = time.monotonic()
+        with out:
+            self._writing = False
+            if sent < len(data):
+                self._outbox.appendleft(memoryview(data)[sent:] if sent else data)
+                self._partial = sent > 0
+            out.notify_all()
         return True
 
     def drain(self, timeout: float) -> bool:
@@ -178,12 +204,12 @@ class Transport:
             with out:
                 self._writing = False
                 out.notify_all()
-                while not self._outbox and not self._closed:
+                while (not self._outbox or self._writing) and not self._closed:
                     out.wait()
                 if self._closed:
                     return
                 data = self._outbox.popleft()
-                self._writing = True
+                self._writing, self._partial = True, False
             try:
                 self._write(data)
             except (OSError, ValueError) as exc:  # ValueError: a TLS socket closed meanwhile
@@ -195,7 +221,7 @@ class Transport:
                     on_error(exc)
                 return
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         """All of ``data``; raises TimeoutError once no byte moved for the stall timeout."""
         sock = self.sock
         view = memoryview(data)

@@ -1,5 +1,6 @@
-"""Slow and odd links: a broker behind a 1 Mbit/s link, added latency, and a TLS broker
-given ``pulsar://`` (and a plain one given ``pulsar+ssl://``).
+"""Slow and odd links: a broker behind a 1 Mbit/s link, added latency, a TLS broker
+given ``pulsar://`` (and a plain one given ``pulsar+ssl://``), and the producer's window
+bounded by bytes while a slow link holds its messages.
 
 The slow links come from the fault proxy's throttles (tests/support/throttle.py). A
 frame takes as long to write as the link needs: the connection fails a write only when
@@ -16,6 +17,7 @@ import time
 import pytest
 
 from pulsar_spark.client import PulsarClient
+from pulsar_spark.client.producer import DEFAULT_MAX_PENDING_BYTES
 from pulsar_spark.client.transport import TlsMismatch
 from pulsar_spark.protocol import FrameDecoder, encode_command, pb
 from tests.support.throttle import Throttle, mbit
@@ -143,3 +145,36 @@ def test_a_plain_broker_given_pulsar_ssl_fails_clearly_in_time(
     print(f"\nplain broker given pulsar+ssl://: {elapsed:.1f} s: {caught.value}")
     assert elapsed < 5 + 3
     _assert_clear(caught.value, "speaks plain Pulsar, not TLS: use pulsar://")
+
+
+def test_the_window_is_bounded_by_bytes(pulsar_lite, fault_proxy, topic_name) -> None:
+    # 20 messages of 300 kB over a 3 MB/s link: with a 1 MB byte window at most four
+    # are unconfirmed at any time (one more than the window holds never goes ahead).
+    proxy = fault_proxy(pulsar_lite, to_broker=Throttle(rate=3_000_000))
+    value = b"v" * 300_000
+    peak = [0]
+    with PulsarClient(proxy.service_url) as client:
+        producer = client.create_producer(
+            topic_name, batching=False, max_pending_bytes=1_000_000, send_timeout=60
+        )
+        assert producer._window[1] == 1_000_000
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                peak[0] = max(peak[0], producer._pending_bytes)
+                time.sleep(0.002)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        for _ in range(20):
+            producer.send(value)
+        producer.flush(timeout=60)
+        stop.set()
+        sampler.join()
+        producer.close()
+    assert 300_000 <= peak[0] <= 1_000_000 + 1024
+    with PulsarClient(pulsar_lite.service_url) as client:
+        assert _values(client, topic_name) == [value] * 20
+        with client.create_producer(topic_name) as p:
+            assert p._window[1] == DEFAULT_MAX_PENDING_BYTES == 32 * 1024 * 1024
