@@ -14,16 +14,28 @@ schema) says ``timestamp-millis``. Accepted::
 Fractions of up to nine digits are rounded down to the type's unit, as the
 Java client rounds times down. Anything else is a ``ValueError`` that quotes
 the text.
+
+:func:`jackson_ticks` reads the forms the Java client's JSON schema gives
+``java.time`` fields (Jackson's JavaTimeModule, dates written as timestamps,
+its default): an ``Instant`` (or any zoned time) as its epoch second, a dot
+and its nanoseconds, ``1709210096.123456789`` (one nanosecond before the epoch
+is ``-1.999999999``); a ``LocalDate`` as ``[2024, 2, 29]``; a
+``LocalTime`` as ``[12, 34]`` to ``[12, 34, 56, 123000000]``; a
+``LocalDateTime`` as ``[2024, 2, 29, 12, 34]`` to seven numbers (the last
+ones left out when zero). Pulsar's reflection maps those fields to
+timestamp-micros, date, time-micros and local-timestamp-millis.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["iso_ticks"]
+__all__ = ["iso_ticks", "jackson_ticks"]
 
 _DATE = r"(\d{4})-(\d{2})-(\d{2})"
 _TIME = r"(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
@@ -102,3 +114,53 @@ def iso_ticks(text: str, dtype: pa.DataType) -> int:
     kind = "date" if pa.types.is_date(dtype) else "time" if pa.types.is_time(dtype) else ""
     msg = f"text that is not an ISO-8601 {kind or 'timestamp'} of {dtype}: {text!r}{reason}"
     raise ValueError(msg)
+
+
+def _ints(value: list[Any], least: int, most: int) -> list[int] | None:
+    if least <= len(value) <= most and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return value
+    return None
+
+
+def jackson_ticks(value: Any, dtype: pa.DataType) -> int | None:
+    """The number Arrow stores for a ``java.time`` value as Jackson writes it (decimal
+    seconds, or an array of fields; see the module), or None when ``value`` is not one.
+
+    Raises:
+        ValueError: an array whose fields are not a valid date or time, quoting it.
+    """
+    try:
+        if isinstance(value, Decimal) and pa.types.is_timestamp(dtype) and dtype.tz:
+            # Jackson writes the epoch second, a dot and the nanoseconds: -1.999999999 is
+            # one nanosecond before the epoch (second -1, nanosecond 999999999).
+            seconds = int(value)
+            nanos = int(abs(value - seconds).scaleb(9))
+            per = _PER_SECOND[dtype.unit]
+            return seconds * per + nanos * per // 1_000_000_000
+        if not isinstance(value, list):
+            return None
+        if pa.types.is_date(dtype) and (fields := _ints(value, 3, 3)):
+            days = (dt.date(*fields) - _EPOCH.date()).days
+            return days if pa.types.is_date32(dtype) else days * 86_400_000
+        if pa.types.is_time(dtype) and (fields := _ints(value, 2, 4)):
+            hour, minute, second, nano = [*fields, 0, 0][:4]
+            per = _PER_SECOND[dtype.unit]
+            t = dt.time(hour, minute, second)
+            if not 0 <= nano < 1_000_000_000:
+                raise ValueError
+            of_day = (t.hour * 60 + t.minute) * 60 + t.second
+            return of_day * per + nano * per // 1_000_000_000
+        if pa.types.is_timestamp(dtype) and dtype.tz is None and (fields := _ints(value, 5, 7)):
+            year, month, day, hour, minute, second, nano = [*fields, 0, 0][:7]
+            if not 0 <= nano < 1_000_000_000:
+                raise ValueError
+            wall = dt.datetime(year, month, day, hour, minute, second)
+            per = _PER_SECOND[dtype.unit]
+            return (wall - _EPOCH) // dt.timedelta(seconds=1) * per + nano * per // 1_000_000_000
+    except (ValueError, TypeError, OverflowError) as exc:
+        reason = f" ({exc})" if exc.args else ""
+        msg = f"not a date or time of {dtype} as Jackson writes them: {value!r}{reason}"
+        raise ValueError(msg) from None
+    return None

@@ -21,7 +21,9 @@ them themselves), and floats that JSON has no number for (the Java client
 writes NaN and infinities as the strings ``"NaN"``, ``"Infinity"``,
 ``"-Infinity"``; the Python client as the bare tokens ``NaN``...) make the
 columnar parse fail: such a batch is decoded per value in Python, where
-:func:`.iso_time.iso_ticks` reads the times.
+:func:`.iso_time.iso_ticks` reads the times. So do the Java client's
+``java.time`` fields (Jackson writes an ``Instant`` as decimal seconds, a
+``LocalDate`` as ``[y, m, d]``...): :func:`.iso_time.jackson_ticks` reads them.
 
 Fields missing from a value read as null (Jackson omits nulls), so every
 field of the result is nullable; fields the schema does not name are ignored.
@@ -45,7 +47,7 @@ import pyarrow.json as pj
 from .arrays import Ints, Mask
 from .avro_lanes import expand
 from .avro_schema import AvroType, parse_avro
-from .iso_time import iso_ticks
+from .iso_time import iso_ticks, jackson_ticks
 from .schema_arrow import EnumMode, avro_arrow_type
 from .schema_errors import SchemaDecodeError
 
@@ -353,6 +355,10 @@ def _convert(value: Any, dtype: pa.DataType) -> Any:
             raise ValueError(msg) from None
     if isinstance(value, str) and pa.types.is_temporal(dtype):
         return iso_ticks(value, dtype)
+    if pa.types.is_temporal(dtype) and isinstance(value, list | Decimal):
+        ticks = jackson_ticks(value, dtype)
+        if ticks is not None:
+            return ticks
     if isinstance(value, str) and pa.types.is_floating(dtype) and value in _FLOAT_TEXTS:
         return _FLOAT_TEXTS[value]
     if isinstance(value, bool) != pa.types.is_boolean(dtype):

@@ -1,19 +1,20 @@
 """ISO-8601 text in JSON values' date, time and timestamp fields (columnar/iso_time and the
-JSON decoder's fallback to it), and NaN and infinities in float fields as the Java and Python
-clients write them."""
+JSON decoder's fallback to it), the forms Jackson gives java.time values (the Java client's JSON
+schema), and NaN and infinities in float fields as the Java and Python clients write them."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import math
+from decimal import Decimal
 
 import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar.iso_time import iso_ticks
+from pulsar_spark.columnar.iso_time import iso_ticks, jackson_ticks
 from pulsar_spark.columnar.json_decode import JsonPlan
 from pulsar_spark.columnar.schema_errors import SchemaDecodeError
 
@@ -168,3 +169,75 @@ def test_json_floats_nan_and_infinities_as_java_and_python_write_them() -> None:
     assert rows[3] is None
     assert errors.to_pylist()[:3] == [None, None, None]
     assert "does not fit the schema" in errors.to_pylist()[3]
+
+
+@given(
+    st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)),
+    st.integers(0, 999),
+)
+def test_jackson_forms_of_java_time_values(when: dt.datetime, nano_rest: int) -> None:
+    """Jackson's JavaTimeModule: an Instant as epoch second '.' nanoseconds (nine digits),
+    dates and local date-times as arrays of fields (zeros at the end left out)."""
+    micros = (when - EPOCH) // dt.timedelta(microseconds=1)
+    seconds, micro = divmod(micros, 1_000_000)
+    nanos = micro * 1000 + nano_rest
+    written = Decimal(f"{seconds}.{nanos:09d}")  # as Jackson writes it, sign and all
+    assert jackson_ticks(written, UTC_US) == micros
+    assert jackson_ticks(written, pa.timestamp("ns", tz="UTC")) == seconds * 10**9 + nanos
+    day = [when.year, when.month, when.day]
+    assert jackson_ticks(day, pa.date32()) == (when.date() - EPOCH.date()).days
+    fields = [*day, when.hour, when.minute, when.second, when.microsecond * 1000]
+    while len(fields) > 5 and fields[-1] == 0:
+        fields.pop()
+    assert jackson_ticks(fields, pa.timestamp("us")) == micros
+    clock = [when.hour, when.minute, when.second, when.microsecond * 1000]
+    assert jackson_ticks(clock, pa.time64("us")) == micros % 86_400_000_000
+
+
+def test_jackson_forms_that_are_not_times() -> None:
+    assert jackson_ticks(Decimal("1.5"), pa.timestamp("us")) is None  # a local timestamp
+    assert jackson_ticks([2024, 1], pa.date32()) is None
+    assert jackson_ticks(["2024", 1, 2], pa.date32()) is None
+    with pytest.raises(ValueError, match=r"\[2024, 2, 30\]"):
+        jackson_ticks([2024, 2, 30], pa.date32())
+    with pytest.raises(ValueError, match="as Jackson writes them"):
+        jackson_ticks([12, 0, 0, 1_000_000_000], pa.time64("ns"))
+
+
+def test_a_java_pojo_json_value_decodes() -> None:
+    """What the Java client's Schema.JSON(Event.class) writes for Instant, LocalDate and
+    LocalDateTime fields (the schema: timestamp-micros, date, local-timestamp-millis)."""
+    schema = {
+        "type": "record",
+        "name": "Event",
+        "fields": [
+            {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+            {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}]},
+            {
+                "name": "local",
+                "type": ["null", {"type": "long", "logicalType": "local-timestamp-millis"}],
+            },
+        ],
+    }
+    values = pa.array(
+        [
+            b'{"at":-1.999999999,"day":[1969,12,31],"local":[2024,1,2,3,4,5,678000000]}',
+            b'{"at":0.0,"day":[1,1,1],"local":[2024,1,2,3,4]}',
+            b"{}",
+        ]
+    )
+    rows = JsonPlan(json.dumps(schema)).decode(values).to_pylist()
+    utc = dt.timezone.utc
+    assert rows == [
+        {
+            "at": dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=utc),
+            "day": dt.date(1969, 12, 31),
+            "local": dt.datetime(2024, 1, 2, 3, 4, 5, 678000),
+        },
+        {
+            "at": dt.datetime(1970, 1, 1, tzinfo=utc),
+            "day": dt.date(1, 1, 1),
+            "local": dt.datetime(2024, 1, 2, 3, 4),
+        },
+        {"at": None, "day": None, "local": None},
+    ]

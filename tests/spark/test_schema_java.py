@@ -37,6 +37,7 @@ from tests.support.java_client import (
     TEXTS,
     avro,
     from_java,
+    java_consume,
     java_consume_many,
     java_produce_many,
     java_produce_protobuf_native,
@@ -687,3 +688,71 @@ def test_java_pojo_topics_both_ways(spark, read_pulsar, apache_pulsar, topic_nam
         assert [m["value"] for m in got[topic]] == from_java + from_spark, topic
         assert {m["schemaVersion"] for m in got[topic]} == {0}, topic  # the POJO's schema
     assert [m["value"] for m in got[fresh]] == from_spark
+
+
+def test_java_time_fields_of_pojos(spark, read_pulsar, apache_pulsar, topic_name) -> None:
+    """A POJO's Instant, LocalDate and LocalDateTime: reflection maps them to timestamp-micros,
+    date and local-timestamp-millis; AVRO holds those numbers, while the JSON schema's Jackson
+    writes decimal seconds and arrays of fields, which the typed read takes too."""
+    url = apache_pulsar.service_url
+    events = [
+        {
+            "name": "a",
+            "at": "1969-12-31T23:59:59.999999999Z",
+            "day": "1969-12-31",
+            "local": "2024-01-02T03:04:05.678",
+        },
+        {
+            "name": "b",
+            "at": "2024-02-29T12:34:56Z",
+            "day": "0001-01-01",
+            "local": "2024-01-02T03:04",
+        },
+        {"name": "c"},
+    ]
+    pojo = {kind: {"type": kind.upper(), "pojo": "Event"} for kind in ("avro", "json")}
+    topics = {kind: f"{topic_name}-{kind}" for kind in pojo}
+    java_produce_many(url, {topics[k]: (pojo[k], events) for k in pojo})
+    expected = [
+        {
+            "at": dt.datetime(1969, 12, 31, 23, 59, 59, 999999),
+            "day": dt.date(1969, 12, 31),
+            "local": dt.datetime(2024, 1, 2, 3, 4, 5, 678000),
+            "name": "a",
+        },
+        {
+            "at": dt.datetime(2024, 2, 29, 12, 34, 56),
+            "day": dt.date(1, 1, 1),
+            "local": dt.datetime(2024, 1, 2, 3, 4),
+            "name": "b",
+        },
+        {"at": None, "day": None, "local": None, "name": "c"},
+    ]
+    with PulsarClient(url) as client:
+        raw = [r["value"] for b in client.read_batches(topics["json"]) for r in b.to_pylist()]
+    assert json.loads(raw[0]) == {
+        "name": "a",
+        "at": -1.999999999,  # Jackson: the epoch second (-1), a dot, the nanoseconds
+        "day": [1969, 12, 31],
+        "local": [2024, 1, 2, 3, 4, 5, 678000000],
+    }
+    for kind, topic in topics.items():
+        df = read_pulsar(url, topic=topic)
+        assert df.schema["value"].dataType.simpleString() == (
+            "struct<at:timestamp,day:date,local:timestamp_ntz,name:string>"
+        ), kind
+        assert [_plain(r.value) for r in df.select("value").collect()] == expected, kind
+    # Spark's timestamps into the AVRO topic, read by the POJO's consumer.
+    back = spark.createDataFrame(
+        [(("s", dt.datetime(2024, 2, 29, 12, 34, 56, 123456), dt.date(1, 1, 1), None),)],
+        "value struct<name: string, at: timestamp, day: date, local: timestamp_ntz>",
+    )
+    _write(back, url, topic=topics["avro"])
+    got = java_consume(url, topics["avro"], pojo["avro"], 4)
+    assert got[3]["value"] == {
+        "name": "s",
+        "at": "2024-02-29T12:34:56.123456Z",
+        "day": "0001-01-01",
+        "local": None,
+    }
+    assert got[0]["value"]["at"] == "1969-12-31T23:59:59.999999Z"  # micros, rounded down

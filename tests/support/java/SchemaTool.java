@@ -88,6 +88,9 @@ import org.apache.pulsar.common.schema.SchemaType;
 public final class SchemaTool {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+    /** JSON lines into POJOs (java.time fields from ISO-8601 text). */
+    private static final ObjectMapper POJO_MAPPER = new ObjectMapper().findAndRegisterModules()
+        .disable(com.fasterxml.jackson.databind.SerializationFeature.WRITE_DATES_AS_TIMESTAMPS);
 
     private SchemaTool() {}
 
@@ -158,13 +161,13 @@ public final class SchemaTool {
                 return new StringSchema(Charset.forName(spec.get("charset").asText()));
             case "AVRO":
                 if (spec.has("pojo")) {
-                    return Schema.AVRO(Order.class);
+                    return Schema.AVRO(pojoClass(spec));
                 }
                 return Schema.AVRO(SchemaDefinition.builder()
                     .withJsonDef(spec.get("schema").toString()).build());
             case "JSON":
                 if (spec.has("pojo")) {
-                    return Schema.JSON(Order.class);
+                    return Schema.JSON(pojoClass(spec));
                 }
                 // Values are Jackson trees, written and read as they are.
                 return Schema.JSON(SchemaDefinition.<JsonNode>builder()
@@ -212,6 +215,22 @@ public final class SchemaTool {
         public double amount;
         public List<String> tags;
         public Item item;
+    }
+
+    /** A POJO with java.time fields: {"type": "AVRO"|"JSON", "pojo": "Event"}. */
+    public static final class Event {
+        public String name;
+        public Instant at;
+        public LocalDate day;
+        public LocalDateTime local;
+    }
+
+    static Class<?> pojoClass(JsonNode spec) {
+        switch (spec.get("pojo").asText()) {
+            case "Order": return Order.class;
+            case "Event": return Event.class;
+            default: throw new IllegalArgumentException("no POJO " + spec);
+        }
     }
 
     /** The record inside {@link Order}. */
@@ -333,7 +352,7 @@ public final class SchemaTool {
         if (spec.isObject()) {
             String type = spec.get("type").asText();
             if (spec.has("pojo")) {
-                return JSON.treeToValue(node, Order.class);
+                return POJO_MAPPER.treeToValue(node, pojoClass(spec));
             }
             if (type.equals("AVRO")) {
                 org.apache.avro.Schema avro =
@@ -566,6 +585,6 @@ public final class SchemaTool {
             return value instanceof Float ? NODES.numberNode((Float) value)
                 : NODES.numberNode(d);
         }
-        return JSON.valueToTree(value);
+        return POJO_MAPPER.valueToTree(value);  // a POJO (java.time fields as ISO-8601 text)
     }
 }
