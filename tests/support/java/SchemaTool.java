@@ -1,5 +1,5 @@
-// The Java client side of the schema interop tests: produce or consume one topic with a
-// typed Pulsar schema, values as JSON lines (tests/support/java_client.py compiles and runs it).
+// The Java client side of the schema interop tests: produce to or consume from topics with
+// typed Pulsar schemas, values as JSON lines (tests/support/java_client.py compiles and runs it).
 //
 //   SchemaTool produce <serviceUrl> batch|nobatch
 //       stdin: one JSON object per message: {"topic", "schema": <spec>, "value"} (and "key"
@@ -15,16 +15,17 @@
 //
 // A schema spec is JSON: a primitive's name ("INT8" ... "LOCAL_DATE_TIME", "STRING",
 // "BYTES", "BOOLEAN"), "AUTO_CONSUME", "PROTOBUF_NATIVE" (the Order message built below), or
-// {"type": "AVRO"|"JSON", "schema": <Avro schema>}, {"type": "AVRO"|"JSON", "pojo": "Order"} (the
-// Order class below), {"type": "STRING", "charset": <name>} or
+// {"type": "AVRO"|"JSON", "schema": <Avro schema>}, {"type": "AVRO"|"JSON", "pojo": "Order"}
+// (Schema.AVRO(Order.class) of the Order or Event class below), {"type": "STRING", "charset":
+// <name>} (new StringSchema(charset)) or
 // {"type": "KEY_VALUE", "key": <spec>, "value": <spec>, "encoding": "INLINE"|"SEPARATED"}.
 //
 // Values in JSON: numbers for INT*, FLOAT, DOUBLE (or "NaN", "Infinity", "-Infinity"), DATE,
 // TIME and TIMESTAMP (milliseconds since the epoch, java.util.Date#getTime); ISO-8601 text
 // for INSTANT, LOCAL_DATE, LOCAL_TIME, LOCAL_DATE_TIME; Base64 for BYTES; AVRO records as
 // plain JSON objects (unions as their value, bytes as Base64, logical types as their
-// underlying numbers); JSON values as the JSON itself; PROTOBUF_NATIVE in protobuf's JSON
-// mapping.
+// underlying numbers); JSON values as the JSON itself; POJOs as Jackson reads and prints them
+// (java.time fields as ISO-8601 text); PROTOBUF_NATIVE in protobuf's JSON mapping.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
