@@ -261,6 +261,28 @@ class Producer(ProducerSession):
         self._pending_bytes += batch.size
         self._transmit(batch)
 
+    def _expire(self) -> None:
+        """Fail the producer when its oldest batch waited longer than the send
+        timeout (lock held)."""
+        timeout = self._send_timeout
+        if not self._pending or timeout <= 0 or self._error is not None:
+            return
+        oldest = next(iter(self._pending.values()))
+        waited = time.monotonic() - oldest.created
+        if waited < timeout:
+            return
+        batches = list(self._pending.values())
+        msg = (
+            f"producer {self.name} on {self.topic}: messages with sequence ids "
+            f"{batches[0].first} to {batches[-1].last} ({self._pending_messages} messages) "
+            f"not confirmed within the send timeout of {timeout:g} s (the oldest waited "
+            f"{waited:.1f} s); they may or may not be stored"
+        )
+        self._error = OperationTimeout(msg)
+        self._pending.clear()
+        self._pending_messages = self._pending_bytes = 0
+        self._lock.notify_all()
+
     def flush(self, timeout: float | None = None) -> None:
         """Send the open batch and wait until every message is confirmed, or ``timeout``
         seconds at most (None: as long as the send timeout lets the messages wait;

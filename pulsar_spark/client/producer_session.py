@@ -47,6 +47,7 @@ from ..protocol.errors import PulsarError, ServerError, server_error
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE, Frame
 from ..protocol.schema_info import SchemaInfo, version_from_bytes
 from .connection import Connection, Key, Kind
+from .dispatch import route
 from .errors import ClientError, ConnectionClosed, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
@@ -160,6 +161,8 @@ class ProducerSession:
         conn = self.lookup.connection_for(self.topic)
         key = conn.new_key(Kind.PRODUCER)
         conn.add_handler(key, self)
+        with self._lock:  # from now on, frames for ``key`` are this attachment's
+            self._conn, self._key = conn, key
         command = commands.producer(
             conn.new_id(Kind.REQUEST),
             key.ident,
@@ -192,7 +195,6 @@ class ProducerSession:
         if first:
             self.last_sequence_id = success.last_sequence_id
             self._next_seq = max(success.last_sequence_id + 1, 0)
-        self._conn, self._key = conn, key
 
     def _message_limit(self) -> int:
         """Metadata + payload of one message at most: the broker's limit, or ours."""
@@ -224,28 +226,6 @@ class ProducerSession:
             except PulsarError as exc:
                 log.debug("closing producer %s: %s", self.name, exc)
 
-    def _expire(self) -> None:
-        """Fail the producer when its oldest batch waited longer than the send
-        timeout (lock held)."""
-        timeout = self._send_timeout
-        if not self._pending or timeout <= 0 or self._error is not None:
-            return
-        oldest = next(iter(self._pending.values()))
-        waited = time.monotonic() - oldest.created
-        if waited < timeout:
-            return
-        batches = list(self._pending.values())
-        msg = (
-            f"producer {self.name} on {self.topic}: messages with sequence ids "
-            f"{batches[0].first} to {batches[-1].last} ({self._pending_messages} messages) "
-            f"not confirmed within the send timeout of {timeout:g} s (the oldest waited "
-            f"{waited:.1f} s); they may or may not be stored"
-        )
-        self._error = OperationTimeout(msg)
-        self._pending.clear()
-        self._pending_messages = self._pending_bytes = 0
-        self._lock.notify_all()
-
     def _raise_if_failed(self) -> None:
         if self._error is not None:
             raise self._error
@@ -258,8 +238,13 @@ class ProducerSession:
     def frame_received(self, frame: Frame) -> None:
         command = frame.command
         if command.type == T.SEND_RECEIPT:
-            self._receipt(command.send_receipt.sequence_id)
-        elif command.type == T.SEND_ERROR:
+            receipt = command.send_receipt
+            self._receipt(receipt.sequence_id, current=receipt.producer_id == self._key.ident)
+            return
+        key = route(command)
+        if key is None or key.ident != self._key.ident:
+            return  # for an attachment this producer left: only its receipts still count
+        if command.type == T.SEND_ERROR:
             error = command.send_error
             if error.error in _FATAL_SEND_ERRORS:
                 with self._lock:
@@ -276,7 +261,9 @@ class ProducerSession:
         elif command.type in (T.CLOSE_PRODUCER, T.TOPIC_MIGRATED):
             self._schedule_reconnect(frame.type_name)
 
-    def _receipt(self, sequence_id: int) -> None:
+    def _receipt(self, sequence_id: int, *, current: bool) -> None:
+        """A receipt (``current``: from the present attachment; an earlier one's,
+        arriving after it was closed for a re-creation, still confirms)."""
         with self._lock:
             pending = self._pending
             batch = pending.pop(sequence_id, None)
@@ -287,7 +274,7 @@ class ProducerSession:
                         break
                 else:
                     return  # a duplicate receipt, or one for a batch that timed out
-            if pending and next(iter(pending)) < batch.first and not self._reconnecting:
+            if current and pending and next(iter(pending)) < batch.first and not self._reconnecting:
                 self._receipts_lost(batch.first)
             if batch.chunks is not None:
                 batch.chunks_confirmed += 1
@@ -334,8 +321,9 @@ class ProducerSession:
 
     def _detach(self, recreate: bool) -> None:
         """Stop hearing from the current attachment; with ``recreate``, close the
-        producer on its (live) connection first: receipts of what it sent before come
-        ahead of the close's answer and still count."""
+        producer on its (live) connection first, and keep taking its receipts for an
+        operation timeout (a broker may answer the close before the receipts of what
+        it was still persisting: pulsar-lite does): they confirm, and spare a resend."""
         conn, key = self._conn, self._key
         if conn is None:
             return
@@ -347,6 +335,10 @@ class ProducerSession:
                 log.info(
                     "closing producer %s on %s to re-create it: %s", self.name, self.topic, exc
                 )
+            later = threading.Timer(conn.operation_timeout, conn.remove_handler, (key,))
+            later.daemon = True
+            later.start()
+            return
         conn.remove_handler(key)
 
     def _reconnect(self, reason: str, recreate: bool) -> None:
