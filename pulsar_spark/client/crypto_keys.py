@@ -43,6 +43,7 @@ __all__ = [
     "make_decryptor",
     "make_encryptor",
     "parse_key_names",
+    "producer_encryptor",
 ]
 
 _log = logging.getLogger(__name__)
@@ -134,6 +135,33 @@ def make_encryptor(
         msg = f"{names_option} is set but {key_option} is not: give the public key (a PEM URL)"
         raise CryptoKeyError(msg)
     return Encryptor(load_public_keys(public_key, names, option=key_option), topic=topic)
+
+
+def producer_encryptor(
+    topic: str,
+    encryption_keys: str | Sequence[str] | None,
+    public_key: KeySpec | None,
+    *,
+    names_option: str = "encryption_keys",
+    key_option: str = "public_key",
+) -> Encryptor | None:
+    """A producer's :class:`Encryptor`, or None when it has no ``encryption_keys``.
+
+    Raises:
+        CryptoKeyError: a ``public_key`` without ``encryption_keys`` (nothing would
+            be encrypted: the Java client needs both too), or a bad key.
+    """
+    if encryption_keys is None or (isinstance(encryption_keys, str) and not encryption_keys):
+        if public_key:
+            msg = (
+                f"{key_option} is set but {names_option} is not: name the key(s) to encrypt "
+                "with, or nothing is encrypted"
+            )
+            raise CryptoKeyError(msg)
+        return None
+    return make_encryptor(
+        topic, encryption_keys, public_key, names_option=names_option, key_option=key_option
+    )
 
 
 def _log_discard(error: DecryptionError) -> None:

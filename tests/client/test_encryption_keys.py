@@ -22,6 +22,7 @@ from pulsar_spark.client.crypto_keys import (
     make_decryptor,
     make_encryptor,
     parse_key_names,
+    producer_encryptor,
 )
 from pulsar_spark.protocol import messages, open_entry, pb
 from pulsar_spark.protocol.crypto_errors import CryptoKeyError
@@ -161,3 +162,7 @@ def test_a_decryptor_and_an_encryptor_from_urls(caplog: pytest.LogCaptureFixture
         make_decryptor("t", None, "skip", action_option="cryptoFailureAction")
     with pytest.raises(CryptoKeyError, match="encryptionKeys is set but publicKey is not"):
         make_encryptor("t", "a", None, names_option="encryptionKeys", key_option="publicKey")
+    assert producer_encryptor("t", None, None) is None and producer_encryptor("t", "", None) is None
+    with pytest.raises(CryptoKeyError, match="public_key is set but encryption_keys is not"):
+        producer_encryptor("t", None, _data_url(_public_pem(RSA_KEY)))
+    assert producer_encryptor("t", ["a"], _data_url(_public_pem(RSA_KEY))).key_names == ("a",)
