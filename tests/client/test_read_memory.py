@@ -208,3 +208,23 @@ def test_a_reader_may_choose_to_drop_the_oldest_incomplete_messages(caplog) -> N
     assert len(whole.payload) == 2 * MIB
     assert [r.getMessage() for r in caplog.records if "'old'" in r.getMessage()]
     assert lenient.pending == 0
+
+
+def test_the_budget_comes_from_the_client_and_the_spark_option() -> None:
+    from pulsar_spark.client import PartitionReader
+    from pulsar_spark.client.errors import InvalidArgument
+    from pulsar_spark.client.names import parse_topic
+    from pulsar_spark.spark.connect import open_client
+    from pulsar_spark.spark.options import parse_options
+
+    topic = parse_topic("t")
+    with PulsarClient("pulsar://127.0.0.1:1") as client:  # nothing connects
+        assert PartitionReader(client._lookup, topic).buffer_bytes == 256 * MIB
+        assert PartitionReader(client._lookup, topic, buffer_bytes=8 * MIB).buffer_bytes == 8 * MIB
+        with pytest.raises(InvalidArgument, match="buffer_bytes"):
+            PartitionReader(client._lookup, topic, buffer_bytes=1000)
+    options = parse_options({"service.url": "pulsar://127.0.0.1:1", "readBufferBytes": "67108864"})
+    with open_client(options) as client:
+        reader = PartitionReader(client._lookup, topic)
+        assert reader.buffer_bytes == 64 * MIB
+        assert reader._batch_bytes == 16 * MIB  # a quarter of it
