@@ -38,6 +38,7 @@ from ..protocol.key_wrap import PrivateKey, PublicKey, check_private_key, check_
 
 __all__ = [
     "KeySpec",
+    "check_key_spec",
     "load_private_keys",
     "load_public_keys",
     "make_decryptor",
@@ -95,6 +96,20 @@ def load_public_keys(
             raise CryptoKeyError(msg)
         out[name] = _public(_fetch(url, option, name), option, name)
     return out
+
+
+def check_key_spec(spec: KeySpec, *, private: bool, option: str) -> list[str]:
+    """Check the form of a key spec without reading files (they may exist only where the
+    keys are used): a map's JSON, each URL's scheme, and ``data:`` URLs' keys whole.
+    Returns the key names of a map (empty for a URL that serves any name)."""
+    urls, default = _split(spec, option)
+    load = _private if private else _public
+    for name, url in [*urls.items(), *([(None, default)] if default is not None else [])]:
+        if url.lower().startswith("data:"):
+            load(_fetch(url, option, name), option, name)
+        elif not url.lower().startswith("file:"):
+            _fetch(url, option, name)  # raises: the scheme is wrong
+    return sorted(urls)
 
 
 def make_decryptor(

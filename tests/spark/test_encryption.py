@@ -49,3 +49,39 @@ def test_an_encrypted_topic_read_without_a_key_fails_naming_message_keys_and_opt
     assert "MissingPrivateKey" in text and "'app.key'" in text
     assert "privateKey" in text and "no private key" in text
     assert "secret-" not in text and "DecompressionError" not in text
+
+
+def test_key_options_are_checked_for_form_and_never_shown(rsa_files) -> None:
+    import base64
+    import json
+    import pickle
+
+    from pulsar_spark.spark.errors import PulsarOptionError
+    from pulsar_spark.spark.option_crypto import failure_action, key_names, private_key, public_key
+
+    pub, priv = rsa_files
+    inline = "data:application/x-pem-file;base64," + base64.b64encode(priv.read_bytes()).decode()
+    source = private_key("privateKey", inline)
+    assert source.spec == inline and "hidden" in repr(source) and inline[40:80] not in repr(source)
+    assert pickle.loads(pickle.dumps(source)) == source
+    mapped = public_key("publicKey", json.dumps({"b": pub.as_uri(), "a": pub.as_uri()}))
+    assert repr(mapped) == "KeySource(map of a, b)"
+    assert repr(private_key("privateKey", "/nowhere/x.pem".join(["file://", ""]))).startswith(
+        "KeySource(file://"
+    )  # files are read in the tasks, not here
+    for parse, bad, expected in (
+        (private_key, "https://h/k.pem", "file:... or data:..."),
+        (
+            private_key,
+            "data:application/x-pem-file;base64," + base64.b64encode(b"junk").decode(),
+            "no PEM",
+        ),
+        (public_key, inline, "no PEM public key"),  # a private key given as public
+        (private_key, "{bad", "JSON"),
+        (failure_action, "skip", "must be fail, discard or consume"),
+        (key_names, "a,,b", "comma-separated key names"),
+    ):
+        with pytest.raises(PulsarOptionError, match=expected) as info:
+            parse("theOption", bad)
+        assert "theOption" in str(info.value) and inline[40:80] not in str(info.value)
+    assert failure_action("x", "CONSUME") == "consume" and key_names("x", "a, b") == ("a", "b")
