@@ -8,6 +8,9 @@ types, the options and the topic's latest schema (None on pulsar-lite)::
     avroSchema                             that AVRO schema (the broker checks it)
     keyValueEncoding                       KEY_VALUE of the key's and value's types, or
                                            the topic's KEY_VALUE schema when they fit it
+                                           (another encoding than the topic's: an error)
+    a KEY_VALUE topic, a key and a value   the topic's KEY_VALUE schema, when they fit it
+    that is not binary
     the topic has a schema                 that schema, when the DataFrame fits it; else
                                            PulsarWriteError naming the fields
     otherwise                              derived: a struct is AVRO (valueSchemaType=json:
@@ -38,7 +41,7 @@ from ..columnar.encode_schema import (
 )
 from ..columnar.schema_arrow import primitive_schema_type
 from ..columnar.schema_errors import SchemaError
-from ..protocol.schema_info import SchemaInfo, SchemaType
+from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
 from .errors import PulsarWriteError
 from .option_schema import RAW
 from .options import PulsarOptions
@@ -87,25 +90,29 @@ def plan_write(
         return WritePlan(topic, None)
     struct: StructKind = "JSON" if options.value_schema_type == "JSON" else "AVRO"
     existing = None if latest is None or latest.info.type.is_bytes else latest.info
-    if options.key_value_encoding is not None:
+    topic_kv = existing is not None and existing.type is SchemaType.KEY_VALUE
+    # A KEY_VALUE topic takes a key and a (non-binary) value without the option; binary
+    # values stay payloads as given, as before schemas.
+    binary = pa.types.is_binary(value) or pa.types.is_large_binary(value)
+    typed_pair = topic_kv and key is not None and not binary
+    if options.key_value_encoding is not None or typed_pair:
         if key is None:
             msg = f"writing to {topic}: keyValueEncoding needs a 'key' column"
             raise PulsarWriteError(msg)
-        plan = None
         if existing is not None and existing.type is SchemaType.KEY_VALUE:
-            plan = WritePlan(topic, existing, key_value=True)
+            _same_encoding(topic, existing, options)
             try:
                 KeyValueEncoder(key, value, existing, topic=topic)
             except SchemaError as exc:
                 raise _failed(topic, exc, f"with its schema ({existing.describe()})") from None
-        if plan is None:
-            try:
-                info = key_value_writer_schema(key, value, options.key_value_encoding, struct)
-                KeyValueEncoder(key, value, info, topic=topic)
-            except SchemaError as exc:
-                raise _failed(topic, exc, "as KEY_VALUE") from None
-            plan = WritePlan(topic, info, key_value=True)
-        return plan
+            return WritePlan(topic, existing, key_value=True)
+        assert options.key_value_encoding is not None
+        try:
+            info = key_value_writer_schema(key, value, options.key_value_encoding, struct)
+            KeyValueEncoder(key, value, info, topic=topic)
+        except SchemaError as exc:
+            raise _failed(topic, exc, "as KEY_VALUE") from None
+        return WritePlan(topic, info, key_value=True)
     if pa.types.is_binary(value) or pa.types.is_large_binary(value):
         return WritePlan(topic, None)
     if options.avro_schema is not None:
@@ -125,6 +132,20 @@ def plan_write(
     except SchemaError as exc:
         raise _failed(topic, exc, what) from None
     return WritePlan(topic, info)
+
+
+def _same_encoding(topic: str, existing: SchemaInfo, options: PulsarOptions) -> None:
+    """Refuses a keyValueEncoding other than the topic's: the broker tells KEY_VALUE schemas
+    apart by their halves only, so the other layout would be registered as the same schema
+    and its messages misread by every reader of the topic's."""
+    asked, encoding = options.key_value_encoding, split_key_value(existing).encoding
+    if asked is not None and asked is not encoding:
+        msg = (
+            f"writing to {topic}: keyValueEncoding={asked.name.lower()}, but the topic's schema "
+            f"({existing.describe()}) lays its messages out {encoding.name}, as its readers "
+            f"expect: use keyValueEncoding={encoding.name.lower()}, or leave the option out"
+        )
+        raise PulsarWriteError(msg)
 
 
 def _derived(

@@ -22,6 +22,7 @@ import struct
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -39,6 +40,7 @@ from tests.support.java_client import (
     from_java,
     java_consume,
     java_consume_many,
+    java_produce,
     java_produce_many,
     java_produce_protobuf_native,
     json_schema,
@@ -756,3 +758,24 @@ def test_java_time_fields_of_pojos(spark, read_pulsar, apache_pulsar, topic_name
         "local": None,
     }
     assert got[0]["value"]["at"] == "1969-12-31T23:59:59.999999Z"  # micros, rounded down
+
+
+def test_spark_writes_into_a_java_key_value_topic(spark, apache_pulsar, topic_name) -> None:
+    """The topic's KEY_VALUE schema is used for a key and a value, with or without
+    keyValueEncoding; another encoding than the topic's is refused before anything is sent
+    (the broker would take it as the same schema, and readers would misread the messages)."""
+    url = apache_pulsar.service_url
+    schema = key_value("STRING", "INT32", "separated")
+    java_produce(url, topic_name, schema, [("a", 1)])
+    pairs = spark.createDataFrame([("b", 2), (None, None)], "key string, value int")
+    with pytest.raises(Exception, match="keyValueEncoding=inline, but the topic's schema") as e:
+        _write(pairs, url, topic=topic_name, keyValueEncoding="inline")
+    assert "use keyValueEncoding=separated" in str(e.value)
+    _write(pairs, url, topic=topic_name)
+    _write(pairs, url, topic=topic_name, keyValueEncoding="separated")
+    got = java_consume(url, topic_name, schema, 5)
+    assert [m["value"] for m in got] == [
+        {"key": "a", "value": 1},
+        *[{"key": "b", "value": 2}, {"key": None, "value": None}] * 2,
+    ]
+    assert {m["schemaVersion"] for m in got} == {0}
