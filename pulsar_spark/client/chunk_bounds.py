@@ -6,18 +6,27 @@ read's end falls between its chunks, the read goes on past the end for its
 remaining chunks (and only those), up to the reader's ``CHUNK_WAIT`` seconds
 after the last chunk came, and the next range, which starts after its first
 chunks, drops the rest as begun before it.
+
+Chunks of an end-to-end encrypted message are each encrypted on their own:
+they are decrypted one by one before they are put together
+(:func:`~..protocol.encryption.open_chunk`), and one its crypto failure action
+discards counts as a chunk taken.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.chunks import ChunkAssembler, ChunkedMessage, is_chunk
+from ..protocol.encryption_fields import open_chunk
 from ..protocol.errors import ChunkError
 from .names import TopicName
+
+if TYPE_CHECKING:
+    from ..protocol.encryption import Decryptor
 
 __all__ = ["ChunkBounds"]
 
@@ -40,6 +49,7 @@ class ChunkBounds:
         drop_incomplete: beyond the bounds (count, bytes), drop the oldest
             incomplete messages with a WARNING naming each, as the Java consumer
             does (``autoAckOldestChunkedMessageOnQueueFull``), instead of failing.
+        decrypt: decrypts encrypted chunks (or applies the crypto failure action).
     """
 
     def __init__(
@@ -49,8 +59,10 @@ class ChunkBounds:
         *,
         max_bytes: int | None = None,
         drop_incomplete: bool = False,
+        decrypt: Decryptor | None = None,
     ) -> None:
         self._reader = reader
+        self.decrypt = decrypt
         self._log = log
         self._drop = drop_incomplete
         self._assembler = ChunkAssembler(max_bytes=max_bytes, make_room=drop_incomplete)
@@ -82,7 +94,11 @@ class ChunkBounds:
         self._chunk_at = time.monotonic()
         chunks = self._assembler
         reader = self._reader
-        whole = chunks.add(ledger, entry_id, metadata, payload, partition=reader.partition)
+        where = f"{ledger}:{entry_id}:{reader.partition}:-1"
+        opened = open_chunk(self.decrypt, metadata, payload, message_id=where)
+        if opened is None:  # discarded (crypto failure action): logged and counted there
+            return None
+        whole = chunks.add(ledger, entry_id, *opened, partition=reader.partition)
         if chunks.evicted and self._drop:
             for name in chunks.evicted:
                 self._log.warning(

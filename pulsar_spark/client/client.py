@@ -7,7 +7,7 @@ import datetime as dt
 import logging
 import re
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -24,7 +24,7 @@ from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
-from .reader import PartitionReader, message_id_at_time
+from .reader import PartitionReader, make_decryptor, message_id_at_time
 from .reader_session import first_entry, last_message_id
 from .retry import Action, Backoff, classify
 from .routing import PartitionedProducer
@@ -296,6 +296,8 @@ class PulsarClient:
         batch_rows: int = 10_000,
         missing_start: Callable[[MessageId, MessageId], None] | None = None,
         schema: SchemaInfo | None = None,
+        private_key: str | Mapping[str, str] | None = None,
+        crypto_failure_action: str = "fail",
     ) -> Iterator[pa.RecordBatch]:
         """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
         starts) as RecordBatches with the row schema.
@@ -307,15 +309,15 @@ class PulsarClient:
         ``after:X`` includes X and ``from:X`` stops before it). A start time reads
         from the first message published at or after it (a seek); an end time stops
         before that message, so consecutive time ranges split a topic without gaps
-        or overlaps.
-
-        A partitioned topic is read partition by partition; a name ending in
-        ``-partition-N`` reads that partition only.
+        or overlaps. A partitioned topic is read partition by partition; a name
+        ending in ``-partition-N`` reads that partition only.
 
         ``missing_start(start, first)`` is called when ``start`` is a message id
         whose entry is gone (the broker began at ``first``, a later entry); it
         may raise to end the read. ``schema`` goes in each SUBSCRIBE for the
-        broker to check against the topic's (values stay bytes).
+        broker to check against the topic's (values stay bytes). ``private_key`` (a PEM
+        URL, or name -> URL as JSON or a mapping) decrypts encrypted messages; any that do
+        not fail the read unless ``crypto_failure_action`` is ``discard`` or ``consume``.
 
         Raises:
             ClientError: a malformed start or end, naming it.
@@ -332,6 +334,7 @@ class PulsarClient:
                 operation_timeout=self.operation_timeout,
                 missing_start=missing_start,
                 schema=schema,
+                decrypt=make_decryptor(str(partition), private_key, crypto_failure_action),
             )
 
     # -- id-level probes (no Arrow is built) ----------------------------------------

@@ -34,6 +34,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -46,6 +47,7 @@ from ..protocol.message_id import MessageId, to_signed64
 from ..protocol.schema_info import SchemaInfo
 from .bounds import FROM_EARLIEST, TO_LATEST, Bound
 from .chunk_bounds import ChunkBounds
+from .crypto_keys import make_decryptor
 from .errors import OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
@@ -56,7 +58,10 @@ from .reader_session import ReaderSession
 from .retry import may_retry
 from .sinks import ArrowSink, Delivered, IdSink, MessageRef
 
-__all__ = ["PartitionReader", "message_id_at_time"]
+if TYPE_CHECKING:
+    from ..protocol.encryption import Decryptor
+
+__all__ = ["PartitionReader", "make_decryptor", "message_id_at_time"]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -79,6 +84,8 @@ class PartitionReader(ReaderSession):
             Chunked messages being put together may take half of it: beyond,
             the read fails naming the message (:class:`~.chunk_bounds.ChunkBounds`),
             or, with ``drop_incomplete_chunks``, drops the oldest with a WARNING.
+        decrypt: decrypts end-to-end encrypted messages (and chunks), or applies
+            its crypto failure action; without it they fail the read, named.
         idle_timeout: seconds without data before checking whether the end
             was already passed (it may be a marker the broker never sends).
         missing_start: called with (held, next) when entries the read should
@@ -110,6 +117,7 @@ class PartitionReader(ReaderSession):
         schema: SchemaInfo | None = None,
         buffer_bytes: int | None = None,
         drop_incomplete_chunks: bool = False,
+        decrypt: Decryptor | None = None,
     ) -> None:
         super().__init__(
             lookup,
@@ -130,8 +138,9 @@ class PartitionReader(ReaderSession):
         self._batch_rows = batch_rows
         self._batch_bytes = min(batch_bytes, self.buffer_bytes // 4)
         self._chunks = ChunkBounds(
-            self, log, max_bytes=self.buffer_bytes // 2, drop_incomplete=drop_incomplete_chunks
-        )
+            self, log, max_bytes=self.buffer_bytes // 2, drop_incomplete=drop_incomplete_chunks,
+            decrypt=decrypt,
+        )  # fmt: skip
         self._sink: ArrowSink | IdSink | None = None
         self.end_of_topic = False
         #: (ledger, entry) of the first message begun in the read (a plain message, or
@@ -309,6 +318,7 @@ class PartitionReader(ReaderSession):
             frame.broker_entry_metadata,
             begins,
             self._chunks.max_message_size,
+            self._chunks.decrypt,
         )
         sink.add(delivered, functools.partial(self._pick, ack_set=message.ack_set, end=end))
         self._mark_processed(ledger, entry_id)

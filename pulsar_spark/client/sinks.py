@@ -8,7 +8,8 @@ a function that picks its messages:
 * :class:`IdSink` keeps each message's id and publish time
   (:class:`MessageRef`), without building Arrow, and without decompressing
   payloads that are not batches (a batch is opened to see its items'
-  ``compacted_out`` flags, as the Arrow path does).
+  ``compacted_out`` flags, as the Arrow path does; an encrypted batch is not:
+  it is given whole, so that a range never ends inside it).
 
 A chunked message is delivered once its last chunk came, as the whole
 message: the Arrow row carries its last chunk's id, while a
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 
@@ -28,6 +29,9 @@ from ..columnar import ArrowBatchBuilder
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.entry import Entry, open_entry
 from ..protocol.message_id import MessageId
+
+if TYPE_CHECKING:
+    from ..protocol.encryption import Decryptor
 
 __all__ = ["ArrowSink", "Delivered", "IdSink", "MessageRef", "Pick"]
 
@@ -55,6 +59,8 @@ class Delivered:
     begins: tuple[int, int]
     #: Most bytes decompression may allocate.
     limit: int
+    #: Decrypts an encrypted entry (or applies its crypto failure action).
+    decrypt: Decryptor | None = None
 
     def open(self, *, split: bool) -> Entry:
         return open_entry(
@@ -66,6 +72,7 @@ class Delivered:
             broker_entry_metadata=self.broker_entry_metadata,
             limit=self.limit,
             split=split,
+            decrypt=self.decrypt,
         )
 
 
@@ -111,7 +118,11 @@ class IdSink:
 
     def add(self, message: Delivered, pick: Pick) -> None:
         metadata = message.metadata
-        if metadata.HasField("num_messages_in_batch"):
+        batched = metadata.HasField("num_messages_in_batch")
+        # An encrypted batch's items are known only once it is decrypted, which ids need no
+        # key for: it is given whole (batch index -1), once per message it holds.
+        sealed = batched and len(metadata.encryption_keys) > 0
+        if batched and not sealed:
             entry = message.open(split=True)
         else:  # one message: nothing in its payload decides whether it is delivered
             entry = Entry(
@@ -121,6 +132,11 @@ class IdSink:
         if not positions:
             return
         publish_time = metadata.publish_time
+        if sealed:
+            mid = MessageId(message.ledger, message.entry, message.partition, -1)
+            held = len(metadata.compacted_batch_indexes) or metadata.num_messages_in_batch
+            self._refs.extend([MessageRef(mid, publish_time)] * max(held, 1))
+            return
         if message.begins != (message.ledger, message.entry):  # a chunked message
             ledger, entry_id = message.begins
             self._refs.append(

@@ -56,6 +56,7 @@ from .encryption_fields import (
     is_encrypted,
     key_names,
     missing_key_error,
+    open_chunk,
     still_encrypted,
     text,
 )
@@ -253,49 +254,6 @@ class Decryptor:
             + "; ".join(tried)
         )
         raise DataKeyError(msg, topic=self.topic, message_id=message_id, key_names=info.names)
-
-
-def open_chunk(
-    decrypt: Decryptor | None,
-    metadata: pb.MessageMetadata,
-    payload: bytes | bytearray | memoryview,
-    *,
-    message_id: str,
-) -> tuple[pb.MessageMetadata, bytes | bytearray | memoryview] | None:
-    """One chunk of a large message, decrypted before the chunks are put together.
-
-    Each chunk is encrypted on its own (its own IV), so it is decrypted on
-    its own. Returns the chunk unchanged when it is not encrypted; decrypted,
-    with a copy of its metadata without encryption fields (so the message put
-    together is plain); None when the failure action discarded it (each chunk
-    of the message counts once in :attr:`Decryptor.discarded`).
-
-    Raises:
-        DecryptionError: it does not decrypt and the action is ``fail``, or
-            ``consume``: chunks handed on encrypted would not go back together
-            (each has its own IV); the text says to use ``discard``.
-    """
-    if not metadata.encryption_keys:
-        return metadata, payload
-    if decrypt is None:
-        raise missing_key_error(metadata, message_id=message_id)
-    opened = decrypt.open(metadata, payload, message_id=message_id)
-    if opened.outcome == "discarded":
-        return None
-    if opened.outcome == "encrypted":
-        msg = (
-            f"chunk {metadata.chunk_id} of chunked message {text(metadata.uuid)!r} does not "
-            "decrypt, and a chunked message cannot be handed on encrypted (each chunk has its "
-            "own IV): give its private key, or use the crypto failure action discard"
-        )
-        raise DecryptionError(
-            msg, topic=decrypt.topic, message_id=message_id, key_names=opened.key_names
-        )
-    plain = pb.MessageMetadata()
-    plain.CopyFrom(metadata)
-    for name in ("encryption_keys", "encryption_param", "encryption_algo"):
-        plain.ClearField(name)
-    return plain, opened.payload
 
 
 def _remember(cache: OrderedDict[bytes, _V], key: bytes, value: _V, size: int) -> None:

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import PulsarApi_pb2 as pb
-from .crypto_errors import MissingPrivateKey
+from .crypto_errors import DecryptionError, MissingPrivateKey
 from .errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from .encryption import Decryptor
+
+#: Bytes the AES-GCM tag adds to each encrypted payload.
+_TAG_SIZE = 16
 
 __all__ = [
     "CRYPTO_FAILURE_ACTIONS",
@@ -29,6 +35,7 @@ __all__ = [
     "is_encrypted",
     "key_names",
     "missing_key_error",
+    "open_chunk",
     "still_encrypted",
     "text",
 ]
@@ -155,3 +162,50 @@ def key_names(metadata: pb.MessageMetadata) -> tuple[str, ...]:
 
 def text(value: str | bytes) -> str:
     return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
+
+
+def open_chunk(
+    decrypt: Decryptor | None,
+    metadata: pb.MessageMetadata,
+    payload: bytes | memoryview,
+    *,
+    message_id: str,
+) -> tuple[pb.MessageMetadata, bytes | memoryview] | None:
+    """One chunk of a large message, decrypted before the chunks are put together.
+
+    Each chunk is encrypted on its own (its own IV), so it is decrypted on
+    its own. Returns the chunk unchanged when it is not encrypted; decrypted,
+    with a copy of its metadata without encryption fields (so the message put
+    together is plain); None when the failure action discarded it (each chunk
+    of the message counts once in :attr:`Decryptor.discarded`). With no
+    decryptor (an id-level scan needs no key), the chunk stays encrypted, its
+    tag cut so that the chunks add up to the declared size: the message put
+    together still carries ``encryption_keys``, so that opening it without a
+    key fails (:func:`~.entry.open_entry`).
+
+    Raises:
+        DecryptionError: it does not decrypt and the action is ``fail``, or
+            ``consume``: chunks handed on encrypted would not go back together
+            (each has its own IV); the text says to use ``discard``.
+    """
+    if not metadata.encryption_keys:
+        return metadata, payload
+    if decrypt is None:
+        return metadata, payload[: max(0, len(payload) - _TAG_SIZE)]
+    opened = decrypt.open(metadata, payload, message_id=message_id)
+    if opened.outcome == "discarded":
+        return None
+    if opened.outcome == "encrypted":
+        msg = (
+            f"chunk {metadata.chunk_id} of chunked message {text(metadata.uuid)!r} does not "
+            "decrypt, and a chunked message cannot be handed on encrypted (each chunk has its "
+            "own IV): give its private key, or use the crypto failure action discard"
+        )
+        raise DecryptionError(
+            msg, topic=decrypt.topic, message_id=message_id, key_names=opened.key_names
+        )
+    plain = pb.MessageMetadata()
+    plain.CopyFrom(metadata)
+    for name in ("encryption_keys", "encryption_param", "encryption_algo"):
+        plain.ClearField(name)
+    return plain, bytes(opened.payload)  # bytes already: no copy

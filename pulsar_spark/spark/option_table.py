@@ -23,6 +23,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import option_crypto as crypto
 from . import option_schema as sch
 from . import option_values as v
 from .errors import PulsarOptionError
@@ -216,6 +217,16 @@ OPTIONS: tuple[Option, ...] = (
            "producer_name_prefix", None,
            "producer names become `<prefix>-<stage>-<task>-<attempt>`; the broker picks "
            "names otherwise"),
+    Option("privateKey", ("pulsar.reader.privateKey",), READ, crypto.private_key, "private_key",
+           None,
+           "decrypts end-to-end encrypted messages: a PEM private key as a URL (`file:///path`, "
+           "or `data:application/x-pem-file;base64,...` from a secret), or a JSON map of key "
+           "name to URL; without it an encrypted message fails the read"),
+    Option("cryptoFailureAction", ("pulsar.reader.cryptoFailureAction",), READ,
+           crypto.failure_action, "crypto_failure_action", "fail",
+           "a message that does not decrypt: `fail` the task (naming it, its key names and "
+           "this option), `discard` it (counted, logged at WARNING with its id), or `consume` "
+           "it still encrypted (its `properties` say so: `pulsar.encryption.keys` and more)"),
 )
 # fmt: on
 

@@ -22,6 +22,7 @@ from ..protocol.position import Position
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo
 from .errors import PulsarOptionError
 from .option_auth import AuthSpec, auth_spec
+from .option_crypto import KeySource
 from .option_table import OPTIONS, Option, Scope, by_spelling, markdown_table, spellings
 from .option_values import OffsetSpec, parse_time, pattern_parts
 
@@ -108,6 +109,8 @@ class PulsarOptions:
     max_pending_messages: int
     send_timeout: float
     producer_name_prefix: str | None
+    private_key: KeySource | None
+    crypto_failure_action: str
 
     def check_scope(self, scope: Scope) -> None:
         """Raise for an option given that applies nowhere in ``scope`` (the flags of what

@@ -105,6 +105,8 @@ def read_positions(
         receiver_queue_size=options.receiver_queue_size,
         batch_rows=batch_rows,
         missing_start=missing_start,
+        private_key=None if options.private_key is None else options.private_key.spec,
+        crypto_failure_action=options.crypto_failure_action,
     )
 
 

@@ -38,18 +38,20 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..client import PulsarClient
+from ..client.last_ids import LastIds
 from ..client.names import parse_topic
 from ..client.reader_session import first_entry
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
 from .compat import require_spark, spark_version
 from .connect import open_client
-from .errors import CheckpointOffsetError, DataLossError
+from .errors import CheckpointOffsetError
 from .options import PulsarOptions
 from .ranges import PartitionRange, plan_ranges, range_lost, read_positions, resolve_topics
 from .read_schema import ReadSchema, check_unplanned
 from .reader import typed_batches
 from .spark_types import arrow_for
+from .stream_loss import check_start, lost
 from .stream_offsets import (
     EARLIEST,
     Offsets,
@@ -105,6 +107,8 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target = arrow_for(schema)
         self._checked = read.unplanned is None
         self._client: PulsarClient | None = None
+        #: Consumers kept per partition between triggers, for their last ids.
+        self._last_ids: LastIds | None = None
         #: Latest positions found by the last latestOffset(), for progress reports.
         self._latest: Offsets | None = None
         #: Trigger.AvailableNow: the positions to stop at.
@@ -126,7 +130,20 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._client = open_client(self.options)
         return self._client
 
+    def last_ids(self, topics: list[str]) -> dict[str, MessageId | None]:
+        """The last message id of each partition (None: empty), asked all at once
+        through the consumers kept between triggers (:class:`~..client.last_ids.LastIds`)."""
+        if self._last_ids is None:
+            client = self.client
+            self._last_ids = LastIds(client._lookup, operation_timeout=client.operation_timeout)
+        names = [parse_topic(topic) for topic in topics]
+        found = self._last_ids.get(names)
+        return {topic: found[name] for topic, name in zip(topics, names, strict=True)}
+
     def stop(self) -> None:
+        if self._last_ids is not None:
+            self._last_ids.close()
+            self._last_ids = None
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -138,21 +155,21 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         partition (``latest`` by default for streams), resolved now."""
         client = self.client
         offsets = {
-            part.topic: self._resolve_start(client, part.topic, part.start)
+            part.topic: self._resolve_time(client, part.topic, part.start)
             for part in plan_ranges(client, self.options)
         }
+        latest = [topic for topic, start in offsets.items() if start.kind == "latest"]
+        for topic, last in self.last_ids(latest).items():
+            offsets[topic] = EARLIEST if last is None else after_entry(last)
         return dump_offsets(offsets)
 
-    def _resolve_start(self, client: PulsarClient, topic: str, start: Position) -> Position:
+    def _resolve_time(self, client: PulsarClient, topic: str, start: Position) -> Position:
         if start.kind == "time":
             assert start.time_ms is not None
             found = client.message_id_at_time(topic, start.time_ms)
             if found is not None:
                 return Position.at(found)
-            start = Position.latest()  # every message is older
-        if start.kind == "latest":
-            last = client.get_last_message_id(topic)
-            return EARLIEST if last is None else after_entry(last)
+            return Position.latest()  # every message is older
         return start
 
     def _discover(self) -> list[str]:
@@ -164,16 +181,14 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return partitions
 
     def _latest_positions(self, start: Offsets) -> Offsets:
-        client = self.client
         latest = {}
-        for topic in self._discover():
+        for topic, last in self.last_ids(self._discover()).items():
             current = start.get(topic, EARLIEST)
-            last = client.get_last_message_id(topic)
             if current.kind == "after" and (  # a position the stream reached
                 last is None or order_key(after_entry(last)) < order_key(current)
             ):
                 now = "is empty" if last is None else f"ends at {last}"
-                _lost(
+                lost(
                     self.options,
                     f"{topic}: the stream is at {current} but the topic now {now}: it was "
                     "deleted (and created again) or truncated, messages after that position "
@@ -186,7 +201,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest[topic] = end if end and order_key(end) > order_key(current) else current
         for topic, position in start.items():
             if topic not in latest:
-                _lost(
+                lost(
                     self.options,
                     f"{topic}: the partition is gone (the topic was deleted, or no longer "
                     f"matches) with the stream at {position}: messages after it may be lost",
@@ -326,11 +341,11 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise CheckpointOffsetError(msg)
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
-            start, reported = _check_start(client, partition, options)
+            start, reported = check_start(client, partition, options)
             part = PartitionRange(topic, start, end)
 
             def missing_start(held: MessageId, first: MessageId) -> None:
-                if not reported:  # a loss _check_start found is reported once
+                if not reported:  # a loss check_start found is reported once
                     range_lost(part, held, first, options)
 
             batches = read_positions(
@@ -355,41 +370,3 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     continue
                 mid = MessageId(mid.ledger, mid.entry - 1, mid.partition, -1)
             self.client.acknowledge_cumulative(topic, name, mid)
-
-
-def _check_start(
-    client: PulsarClient, part: PulsarStreamPartition, options: PulsarOptions
-) -> tuple[Position, bool]:
-    """Where the micro-batch reads from, and whether a loss was reported: when the
-    entry it starts from is gone, the entry planning saw after it if that is still
-    there (retention removed the start's ledger, nothing after it), else a loss
-    (``failOnDataLoss``: :class:`DataLossError`; else a warning, and the read goes on
-    from the first message still available)."""
-    mid = part.start.message_id
-    if mid is None:
-        return part.start, False
-    if client.entry_exists(part.topic, MessageId(mid.ledger, mid.entry, mid.partition, -1)):
-        return part.start, False
-    after = part.successor
-    if after and after.message_id and client.entry_exists(part.topic, after.message_id):
-        log.info(
-            "%s: the ledger of the stream's position %s was removed, not the entry after "
-            "it, %s: nothing lost, reading from it",
-            *(part.topic, part.start, after),
-        )
-        return after, False
-    _lost(
-        options,
-        f"{part.topic}: the stream's position {part.start} is no longer available "
-        "(retention, truncation or deletion): messages that followed it may be lost",
-        "reading on from the first message still available",
-    )
-    return part.start, True
-
-
-def _lost(options: PulsarOptions, what: str, instead: str) -> None:
-    """Data loss: :class:`DataLossError` with ``failOnDataLoss``, else a warning."""
-    if options.fail_on_data_loss:
-        msg = f"{what}. Set failOnDataLoss=false to go on ({instead})."
-        raise DataLossError(msg)
-    log.warning("%s; %s (failOnDataLoss=false)", what, instead)

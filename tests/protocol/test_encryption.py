@@ -176,6 +176,9 @@ def test_chunks_are_decrypted_one_by_one_before_they_are_put_together() -> None:
         meta.uuid, meta.chunk_id = "prod-10", chunk_id
         meta.num_chunks_from_msg, meta.total_chunk_msg_size = len(parts), len(compressed)
         ciphertext = encryptor.encrypt(meta, part, now=0)
+        # without a decryptor (an id-level scan) the chunk stays encrypted, tag cut
+        blind_meta, blind = open_chunk(None, meta, ciphertext, message_id="x")  # type: ignore[misc]
+        assert blind_meta is meta and blind == ciphertext[:-16] and len(blind) == len(part)
         opened = open_chunk(decryptor, meta, ciphertext, message_id=f"1:{chunk_id}:-1:-1")
         assert opened is not None and not opened[0].encryption_keys
         done = assembler.add(1, chunk_id, *opened) or done

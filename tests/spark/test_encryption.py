@@ -8,6 +8,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from pulsar_spark.spark.compat import spark_version
 from tests.support.official import produce
 
 NONE = serialization.NoEncryption()
@@ -85,3 +86,77 @@ def test_key_options_are_checked_for_form_and_never_shown(rsa_files) -> None:
             parse("theOption", bad)
         assert "theOption" in str(info.value) and inline[40:80] not in str(info.value)
     assert failure_action("x", "CONSUME") == "consume" and key_names("x", "a, b") == ("a", "b")
+
+
+def _data_url(path: Path) -> str:
+    import base64
+
+    return "data:application/x-pem-file;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def test_spark_reads_decrypt_with_a_file_or_data_url_across_split_partitions(
+    read_pulsar, pulsar_lite, topic_name, rsa_files
+) -> None:
+    url, (_, priv) = pulsar_lite.service_url, rsa_files
+    sent = [f"row-{i:03d}".encode() for i in range(120)]
+    _produce_encrypted(url, topic_name, sent[:100], rsa_files, compression="ZSTD",
+                       batching_max_messages=10)  # fmt: skip
+    _produce_encrypted(url, topic_name, sent[100:], rsa_files, batching=False)
+    got = read_pulsar(url, topic=topic_name, privateKey=priv.as_uri()).collect()
+    assert sorted(bytes(r.value) for r in got) == sent
+    inline = _data_url(priv)
+    df = read_pulsar(
+        url, topic=topic_name, minPartitions="4", **{"pulsar.reader.privateKey": inline}
+    )
+    assert sorted(bytes(r.value) for r in df.collect()) == sent
+    assert df.rdd.getNumPartitions() >= 2
+    assert inline[60:120] not in df._jdf.queryExecution().toString()
+
+
+def test_spark_failure_actions_and_a_wrong_key_named_without_the_key(
+    read_pulsar, pulsar_lite, topic_name, rsa_files, tmp_path
+) -> None:
+    url = pulsar_lite.service_url
+    _produce_encrypted(url, topic_name, [b"s1", b"s2"], rsa_files)
+    produce(url, topic_name, [b"clear"])
+    discard = read_pulsar(url, topic=topic_name, cryptoFailureAction="discard").collect()
+    assert [bytes(r.value) for r in discard] == [b"clear"]
+    consumed = read_pulsar(url, topic=topic_name, cryptoFailureAction="consume").collect()
+    assert bytes(consumed[-1].value) == b"clear"
+    for row in consumed[:-1]:
+        assert dict(row.properties)["pulsar.encryption.keys"] == "app.key"
+        assert bytes(row.value) not in (b"s1", b"s2")
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    wrong = tmp_path / "wrong.pem"
+    wrong.write_bytes(
+        other.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, NONE)
+    )
+    inline = _data_url(wrong)
+    with pytest.raises(Exception) as info:  # Spark wraps the worker's error
+        read_pulsar(url, topic=topic_name, privateKey=inline).collect()
+    text = str(info.value)
+    assert "DataKeyError" in text and "'app.key'" in text and inline[60:120] not in text
+
+
+def test_a_stream_decrypts(spark, pulsar_lite, topic_name, rsa_files, tmp_path) -> None:
+    url, (_, priv) = pulsar_lite.service_url, rsa_files
+    sent = [f"s-{i:02d}".encode() for i in range(40)]
+    _produce_encrypted(url, topic_name, sent, rsa_files, compression="LZ4", batching_max_messages=8)
+    reader = spark.readStream.format("pulsar").option("service.url", url)
+    options = {"topic": topic_name, "startingOffsets": "earliest", "privateKey": priv.as_uri()}
+    if spark_version() >= (4, 2):
+        options["maxRecordsPerTrigger"] = "12"  # never ends inside an encrypted batch
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    batches: list = []
+
+    def collect(frame, batch_id: int) -> None:
+        batches.append([bytes(r.value) for r in frame.collect()])
+
+    query = (
+        reader.load().writeStream.option("checkpointLocation", str(tmp_path / "c"))
+        .trigger(availableNow=True).foreachBatch(collect).start()
+    )  # fmt: skip
+    query.awaitTermination(180)
+    assert not query.isActive and query.exception() is None
+    assert sorted(v for rows in batches for v in rows) == sent
