@@ -16,6 +16,11 @@ LZ4); then each reader reads all of them, in alternating order, best of
 ``--shape`` picks the messages (``fixed``, ``varied`` or ``keyed``, see
 ``bench/_shapes.py``).
 
+``--encrypted``: end-to-end encrypted messages, one RSA-2048 key (made for
+the run): the official client produces with ``encryption_key`` and its
+``CryptoKeyReader``; ours reads with ``private_key=`` (a ``file:`` URL), the
+official reader with the ``CryptoKeyReader``.
+
 Each read runs in a process of its own, so that its peak RSS is its own.
 Prints messages/s for each, their ratio, and each reader's peak RSS next to
 that of a process that only imports both clients (the reader's memory must
@@ -25,7 +30,10 @@ be bounded by its queue, not by the topic).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,11 +48,45 @@ from support.official import produce
 
 from pulsar_spark.client import PulsarClient
 
+#: The environment variable that hands the children the key files (``--encrypted``).
+KEYS_ENV = "PULSAR_SPARK_BENCH_KEYS"
+
+
+def _keys() -> dict[str, str] | None:
+    found = os.environ.get(KEYS_ENV)
+    return json.loads(found) if found else None
+
+
+def _write_keys(directory: str) -> dict[str, str]:
+    """An RSA-2048 key pair as PEM files in ``directory``: {"pub": path, "priv": path}."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    paths = {"pub": os.path.join(directory, "pub.pem"), "priv": os.path.join(directory, "priv.pem")}
+    with open(paths["priv"], "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    with open(paths["pub"], "wb") as f:
+        f.write(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+    return paths
+
 
 def read_ours(url: str, topic: str) -> int:
     rows = 0
+    keys = _keys()
+    crypto = {} if keys is None else {"private_key": Path(keys["priv"]).as_uri()}
     with PulsarClient(url) as client:
-        for batch in client.read_batches(topic):
+        for batch in client.read_batches(topic, **crypto):
             rows += batch.num_rows
     return rows
 
@@ -52,7 +94,12 @@ def read_ours(url: str, topic: str) -> int:
 def read_official(url: str, topic: str) -> int:
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
-        reader = client.create_reader(topic, pulsar.MessageId.earliest, receiver_queue_size=1000)
+        keys = _keys()
+        reader_keys = None if keys is None else pulsar.CryptoKeyReader(keys["pub"], keys["priv"])
+        crypto = {} if reader_keys is None else {"crypto_key_reader": reader_keys}
+        reader = client.create_reader(
+            topic, pulsar.MessageId.earliest, receiver_queue_size=1000, **crypto
+        )
         cols: dict[str, list] = {
             name: []
             for name in (
@@ -107,6 +154,9 @@ def main() -> int:
         help="the messages' sizes and fields (see above)",
     )
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--encrypted", action="store_true", help="end-to-end encrypted messages (one RSA key)"
+    )
     parser.add_argument("--service-url", help="an existing broker instead of pulsar-lite")
     parser.add_argument(
         "--child", nargs=3, metavar=("READER", "URL", "TOPIC"), help=argparse.SUPPRESS
@@ -119,6 +169,13 @@ def main() -> int:
         child_report(seconds=time.perf_counter() - started, rows=rows)
         return 0
 
+    key_dir = tempfile.TemporaryDirectory() if args.encrypted else None
+    crypto = {}
+    if key_dir is not None:
+        keys = _write_keys(key_dir.name)
+        os.environ[KEYS_ENV] = json.dumps(keys)
+        reader = pulsar.CryptoKeyReader(keys["pub"], keys["priv"])
+        crypto = {"encryption_key": "bench.key", "crypto_key_reader": reader}
     with broker_url(args.service_url, "bench-read-") as url:
         topic = f"persistent://public/default/bench-read-{int(time.time())}"
         started = time.perf_counter()
@@ -128,9 +185,11 @@ def main() -> int:
             sample_messages(args.shape, args.messages, args.size),
             compression="LZ4",
             timeout=3600,
+            **crypto,
         )
         print(
-            f"produced {args.messages:,} x {args.size} B ({args.shape}; LZ4, batched) in "
+            f"produced {args.messages:,} x {args.size} B ({args.shape}; LZ4, batched"
+            f"{', encrypted' if crypto else ''}) in "
             f"{time.perf_counter() - started:.1f} s with the official client"
         )
         best = {"ours": float("inf"), "official": float("inf")}
