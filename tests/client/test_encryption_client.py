@@ -138,3 +138,22 @@ def test_id_scans_need_no_key_and_never_end_inside_an_encrypted_batch(
             (r.message_id.ledger, r.message_id.entry) <= (end.ledger, end.entry) for r in refs
         )
         assert held >= 4 and rows == [b"b"] * held
+
+
+def test_official_encrypted_chunked_messages_read_on_apache_pulsar(
+    apache_pulsar, topic_name, pairs
+) -> None:
+    url, pair = apache_pulsar.service_url, pairs["a"]
+    big = bytes(range(256)) * (6 * 4096)  # 6 MiB: the official producer chunks it
+    produce(
+        url, topic_name, [b"before", big, b"after"], batching=False, chunking_enabled=True,
+        compression="LZ4", encryption_key="app", crypto_key_reader=pair.reader(),
+    )  # fmt: skip
+    with PulsarClient(url) as client:
+        assert _values(client, topic_name, private_key=pair.priv_url) == [b"before", big, b"after"]
+        refs = list(client.scan_ids(topic_name))  # no key needed to find the messages
+        assert len(refs) == 3
+        with pytest.raises(MissingPrivateKey, match="'app'"):
+            _values(client, topic_name)
+        discarded = _values(client, topic_name, crypto_failure_action="discard")
+        assert discarded == []
