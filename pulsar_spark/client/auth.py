@@ -20,6 +20,7 @@ read again, an expired OAuth2 token is fetched again.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -224,14 +225,27 @@ class OAuth2ClientCredentials(Authentication):
 
 
 def _read_key_file(path: str) -> dict[str, Any]:
-    if path.startswith("file://"):
-        path = urllib.parse.urlsplit(path).path
+    """An OAuth2 key file's JSON: a path, a ``file://`` URL or a ``data:`` URL (the
+    Java client's inline form). A ``data:`` URL holds the secret: errors never show it."""
+    shown = "given as a data: URL (not shown)" if path.startswith("data:") else repr(path)
     try:
-        data = json.loads(Path(path).read_text())
+        if path.startswith("data:"):
+            header, _, body = path.partition(",")
+            raw = (
+                base64.b64decode(body, validate=True)
+                if header.endswith(";base64")
+                else (urllib.parse.unquote_to_bytes(body))
+            )
+            data = json.loads(raw)
+        else:
+            if path.startswith("file://"):
+                path = urllib.parse.urlsplit(path).path
+            data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        msg = f"cannot read OAuth2 key file {path!r}: {exc}"
-        raise ClientError(msg) from exc
+        detail = "not base64 or percent-encoded JSON" if path.startswith("data:") else str(exc)
+        msg = f"cannot read the OAuth2 key file {shown}: {detail}"
+        raise ClientError(msg) from None
     if not isinstance(data, dict):
-        msg = f"OAuth2 key file {path!r} is not a JSON object"
+        msg = f"the OAuth2 key file {shown} is not a JSON object"
         raise ClientError(msg)
     return data

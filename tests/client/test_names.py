@@ -182,6 +182,26 @@ def test_auth_misconfiguration_is_a_clear_error(tmp_path) -> None:
     )
 
 
+def test_oauth2_key_files_as_data_urls_never_show_the_key() -> None:
+    import base64
+
+    body = json.dumps({"client_id": "id", "client_secret": "s3cr3t-value"}).encode()
+    url = "data:application/json;base64," + base64.b64encode(body).decode()
+    assert OAuth2ClientCredentials("https://issuer.invalid", private_key=url).method_name == "token"
+    # Percent-encoded too, as the data: scheme allows.
+    from urllib.parse import quote
+
+    plain = "data:application/json," + quote(body.decode())
+    assert OAuth2ClientCredentials("https://issuer.invalid", private_key=plain).method_name == (
+        "token"
+    )
+    broken = url[:-6]
+    with pytest.raises(ClientError, match=r"given as a data: URL \(not shown\)") as caught:
+        OAuth2ClientCredentials("https://issuer.invalid", private_key=broken)
+    assert broken[30:] not in str(caught.value)
+    assert "s3cr3t" not in repr(caught.value)
+
+
 def test_oauth2_discovers_the_endpoint_and_caches_the_token() -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
