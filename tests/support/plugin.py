@@ -311,3 +311,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("apache pulsar figures")
         for line in _FIGURES.values():
             terminalreporter.write_line(line)
+    # The reliability tests' figures (``spark_faults.figure``: ``<name>.<key>`` properties),
+    # one line per figure, so every run shows them without ``-s``.
+    figures: dict[str, list[str]] = {}
+    for kind in ("passed", "failed"):
+        for report in terminalreporter.stats.get(kind, []):
+            if getattr(report, "when", "") != "call":
+                continue
+            for key, value in getattr(report, "user_properties", []):
+                name, _, field = str(key).partition(".")
+                if field:
+                    figures.setdefault(name, []).append(f"{field}={value}")
+    if figures:
+        terminalreporter.section("reliability figures")
+        for name, values in figures.items():
+            terminalreporter.write_line(f"{name}: " + ", ".join(values))
