@@ -2,10 +2,15 @@
 
 Authentication objects hold locks and cached tokens, so options carry only
 an :class:`~pulsar_spark.spark.option_auth.AuthSpec`; each process builds its own
-provider here.
+provider here. Java key stores (``useKeyStoreTls``, the ``AuthenticationKeyStoreTls``
+plugin) are read here too, in each process: Python's ``ssl`` takes CA certificates
+and a client certificate from files, so the PEM text goes into a private directory
+(0700, files 0600) that closing the client removes (:class:`KeyStoreClient`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ..client import (
     Authentication,
@@ -15,17 +20,20 @@ from ..client import (
     TlsAuthentication,
     TokenAuthentication,
 )
+from ..client.auth import NoAuthentication
 from ..client.errors import ClientError
+from ..client.keystores import KeyStoreError, TlsFiles, load_store
 from .errors import PulsarOptionError
 from .options import AuthSpec, PulsarOptions
 
-__all__ = ["authentication", "open_client"]
+__all__ = ["KeyStoreClient", "authentication", "open_client"]
 
 _PARAMS = "pulsar.client.authParams"
 
 
-def authentication(spec: AuthSpec | None) -> Authentication | None:
-    """The client's provider for ``spec``.
+def authentication(spec: AuthSpec | None, files: TlsFiles | None = None) -> Authentication | None:
+    """The client's provider for ``spec`` (``files``: where a key store's certificate
+    and key are written, for ``AuthenticationKeyStoreTls``).
 
     Raises:
         PulsarOptionError: naming ``pulsar.client.authParams`` (a missing token
@@ -43,6 +51,17 @@ def authentication(spec: AuthSpec | None) -> Authentication | None:
             return BasicAuthentication(params["userId"], params["password"])
         if spec.kind == "tls":
             return TlsAuthentication(params["tlsCertFile"], params["tlsKeyFile"])
+        if spec.kind == "keystoretls":
+            if files is None:
+                raise PulsarOptionError(_PARAMS, "AuthenticationKeyStoreTls needs a client")
+            cert, key = _client_certificate(
+                files,
+                params["keyStorePath"],
+                params.get("keyStoreType", "JKS"),
+                params.get("keyStorePassword"),
+                _PARAMS,
+            )
+            return TlsAuthentication(cert, key)
         return OAuth2ClientCredentials(
             params["issuerUrl"],
             client_id=params.get("clientId"),
@@ -55,15 +74,94 @@ def authentication(spec: AuthSpec | None) -> Authentication | None:
         raise PulsarOptionError(_PARAMS, str(exc)) from None
 
 
+class KeyStoreClient(PulsarClient):
+    """A :class:`PulsarClient` whose TLS material came from key stores: closing it
+    also removes the PEM files written for Python's ``ssl``."""
+
+    def __init__(self, service_url: str, *, tls_files: TlsFiles, **kwargs: Any) -> None:
+        self.tls_files = tls_files
+        super().__init__(service_url, **kwargs)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.tls_files.close()
+
+
+def _client_certificate(
+    files: TlsFiles, path: str, kind: str, password: str | None, option: str
+) -> tuple[str, str]:
+    """The key store's certificate chain and key, written to ``files``."""
+    try:
+        found = load_store(path, kind, password)
+    except KeyStoreError as exc:
+        raise PulsarOptionError(option, str(exc)) from None
+    if not found.key_pem:
+        msg = f"key store {path!r} holds no private key entry (a client certificate needs one)"
+        raise PulsarOptionError(option, msg)
+    return files.write("client.cert.pem", found.chain_pem), files.write(
+        "client.key.pem", found.key_pem
+    )
+
+
+def _trust_file(options: PulsarOptions, files: TlsFiles) -> str | None:
+    """The trust store's CA certificates as a PEM file (None: the system's CAs)."""
+    if options.trust_store_path is None:
+        return None
+    option = "pulsar.client.tlsTrustStorePath"
+    try:
+        found = load_store(
+            options.trust_store_path, options.trust_store_type, options.trust_store_password
+        )
+    except KeyStoreError as exc:
+        raise PulsarOptionError(option, str(exc)) from None
+    if not found.trusted_pem:
+        msg = f"trust store {options.trust_store_path!r} holds no certificate"
+        raise PulsarOptionError(option, msg)
+    return files.write("trusted.pem", found.trusted_pem)
+
+
 def open_client(options: PulsarOptions, *, operation_timeout: float | None = None) -> PulsarClient:
     """A :class:`PulsarClient` configured by ``options`` (close it, or use ``with``)."""
-    return PulsarClient(
-        options.service_url,
-        auth=authentication(options.auth),
-        tls_trust_certs_file=options.tls_trust_certs_file,
-        tls_validate_hostname=options.tls_validate_hostname,
-        tls_allow_insecure=options.tls_allow_insecure,
-        connect_timeout=options.connect_timeout,
-        operation_timeout=operation_timeout or options.operation_timeout,
-        read_buffer_bytes=options.read_buffer_bytes,
-    )
+    stores = options.use_key_store_tls or (options.auth and options.auth.kind == "keystoretls")
+    if not stores:
+        return PulsarClient(options.service_url, **_settings(options, operation_timeout))
+    files = TlsFiles()
+    try:
+        settings = _settings(options, operation_timeout, files)
+        if options.use_key_store_tls:
+            settings["tls_trust_certs_file"] = _trust_file(options, files)
+            if options.key_store_path is not None:
+                cert, key = _client_certificate(
+                    files,
+                    options.key_store_path,
+                    options.key_store_type,
+                    options.key_store_password,
+                    "pulsar.client.tlsKeyStorePath",
+                )
+                # The certificate goes with whatever authentication is used (as in Java):
+                # the TLS context reads it from the provider.
+                auth = settings["auth"] or NoAuthentication()
+                auth.tls_cert_file, auth.tls_key_file = cert, key
+                settings["auth"] = auth
+        return KeyStoreClient(options.service_url, tls_files=files, **settings)
+    except BaseException:
+        files.close()
+        raise
+
+
+def _settings(
+    options: PulsarOptions, operation_timeout: float | None, files: TlsFiles | None = None
+) -> dict[str, Any]:
+    return {
+        "auth": authentication(options.auth, files),
+        "tls_trust_certs_file": options.tls_trust_certs_file,
+        "tls_validate_hostname": options.tls_validate_hostname,
+        "tls_allow_insecure": options.tls_allow_insecure,
+        "connect_timeout": options.connect_timeout,
+        "operation_timeout": operation_timeout or options.operation_timeout,
+        "keepalive_interval": float(options.keepalive_interval),
+        "listener_name": options.listener_name,
+        "read_buffer_bytes": options.read_buffer_bytes,
+    }

@@ -31,7 +31,7 @@ class AuthSpec:
     :class:`~pulsar_spark.client.Authentication` in each task (those hold locks
     and are not picklable)."""
 
-    kind: str  # token, basic, tls, oauth2
+    kind: str  # token, basic, tls, oauth2, keystoretls
     params: tuple[tuple[str, str], ...]
 
     def __repr__(self) -> str:  # never print credentials
@@ -43,7 +43,9 @@ _AUTH_CLASSES = {
     "org.apache.pulsar.client.impl.auth.authenticationbasic": "basic",
     "org.apache.pulsar.client.impl.auth.authenticationtls": "tls",
     "org.apache.pulsar.client.impl.auth.oauth2.authenticationoauth2": "oauth2",
+    "org.apache.pulsar.client.impl.auth.authenticationkeystoretls": "keystoretls",
     "token": "token", "basic": "basic", "tls": "tls", "oauth2": "oauth2",
+    "keystoretls": "keystoretls",
 }  # fmt: skip
 
 
@@ -140,6 +142,7 @@ _REQUIRED_PARAMS = {
     "basic": ("userId", "password"),
     "tls": ("tlsCertFile", "tlsKeyFile"),
     "oauth2": ("issuerUrl",),
+    "keystoretls": ("keyStorePath",),
 }
 
 

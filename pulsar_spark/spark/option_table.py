@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import option_crypto as crypto
+from . import option_keystore as ks
 from . import option_schema as sch
 from . import option_values as v
 from .errors import PulsarOptionError
@@ -134,7 +135,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("maxRecordsPerTrigger", ("maxOffsetsPerTrigger",), STREAM_READ, v.positive,
            "max_records_per_trigger", None,
            "rows per micro-batch at most, shared fairly by the partitions (Spark 4.2+)"),
-    Option("subscriptionName", (), STREAM_READ, v.subscription, "subscription_name", None,
+    Option("subscriptionName", ("predefinedSubscription",), STREAM_READ, v.subscription,
+           "subscription_name", None,
            "a durable subscription moved to each committed micro-batch's end (the broker's "
            "backlog shows the query's progress); none by default"),
     Option("schemaMode", (), ALL, sch.schema_mode, "schema_mode", "auto",
@@ -182,11 +184,12 @@ OPTIONS: tuple[Option, ...] = (
            "connect_timeout", "10000", "TCP connect and handshake timeout"),
     Option(_C + "operationTimeoutMs", ("operationTimeoutMs",), ALL, v.millis,
            "operation_timeout", "30000", "lookups, subscribe, producer creation"),
-    Option(_C + "authPluginClassName", ("authPluginClassName",), ALL, auth_plugin, None, None,
+    Option(_C + "authPluginClassName", ("authPluginClassName", "pulsarClientAuthPluginClassName"),
+           ALL, auth_plugin, None, None,
            "`org.apache.pulsar.client.impl.auth.AuthenticationToken`, "
            "`...AuthenticationBasic`, `...AuthenticationTls`, "
            "`...oauth2.AuthenticationOAuth2`, or `token`, `basic`, `tls`, `oauth2`"),
-    Option(_C + "authParams", ("authParams",), ALL, v.text, None, None,
+    Option(_C + "authParams", ("authParams", "pulsarClientAuthParams"), ALL, v.text, None, None,
            "the plugin's parameters, as the Java client takes them (`token:...`, "
            "`file:///...`, JSON, `key:value,key:value`)"),
     Option(_C + "tlsTrustCertsFilePath", ("tlsTrustCertsFilePath",), ALL, v.non_empty,
@@ -227,6 +230,33 @@ OPTIONS: tuple[Option, ...] = (
            "a message that does not decrypt: `fail` the task (naming it, its key names and "
            "this option), `discard` it (counted, logged at WARNING with its id), or `consume` "
            "it still encrypted (its `properties` say so: `pulsar.encryption.keys` and more)"),
+    Option("listenerName", (_C + "listenerName",), ALL, v.non_empty, "listener_name", None,
+           "the broker's advertised listener to connect through (a cluster with internal "
+           "and external addresses): lookups answer with that listener's address"),
+    Option(_C + "keepAliveIntervalSeconds", ("keepAliveIntervalSeconds",), ALL, v.positive,
+           "keepalive_interval", "30",
+           "seconds of silence before a PING; a connection silent for two is dead"),
+    Option(_C + "useKeyStoreTls", ("useKeyStoreTls", "pulsarClientUseKeyStoreTls"), ALL,
+           v.boolean, "use_key_store_tls", "false",
+           "TLS with Java key stores: the CAs from `tlsTrustStorePath`, the client "
+           "certificate (mTLS) from `tlsKeyStorePath`; the stores are read into memory in "
+           "each process"),
+    Option(_C + "tlsTrustStoreType", ("tlsTrustStoreType", "pulsarClientTlsTrustStoreType"),
+           ALL, ks.store_type, "trust_store_type", "JKS", "`PKCS12` or `JKS`"),
+    Option(_C + "tlsTrustStorePath", ("tlsTrustStorePath", "pulsarClientTlsTrustStorePath"),
+           ALL, v.non_empty, "trust_store_path", None,
+           "the trust store (the broker's CA certificates), on every machine; without it "
+           "the system's CAs"),
+    Option(_C + "tlsTrustStorePassword",
+           ("tlsTrustStorePassword", "pulsarClientTlsTrustStorePassword"), ALL, ks.secret,
+           "trust_store_password", None, "the trust store's password (never shown)"),
+    Option(_C + "tlsKeyStoreType", ("tlsKeyStoreType",), ALL, ks.store_type,
+           "key_store_type", "JKS", "`PKCS12` or `JKS`"),
+    Option(_C + "tlsKeyStorePath", ("tlsKeyStorePath",), ALL, v.non_empty, "key_store_path",
+           None, "a key store with the client's private key and certificate chain (mTLS)"),
+    Option(_C + "tlsKeyStorePassword", ("tlsKeyStorePassword",), ALL, ks.secret,
+           "key_store_password", None,
+           "the key store's password, also the key's (never shown)"),
 )
 # fmt: on
 

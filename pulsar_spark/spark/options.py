@@ -20,9 +20,12 @@ from typing import cast
 
 from ..protocol.position import Position
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo
+from . import option_migration as migration
+from . import option_passthrough as passthrough
 from .errors import PulsarOptionError
 from .option_auth import AuthSpec, auth_spec
 from .option_crypto import KeySource
+from .option_keystore import Secret, check_key_store_options
 from .option_table import OPTIONS, Option, Scope, by_spelling, markdown_table, spellings
 from .option_values import OffsetSpec, parse_time, pattern_parts
 
@@ -111,6 +114,15 @@ class PulsarOptions:
     producer_name_prefix: str | None
     private_key: KeySource | None
     crypto_failure_action: str
+    listener_name: str | None
+    keepalive_interval: int
+    use_key_store_tls: bool
+    trust_store_type: str
+    trust_store_path: str | None
+    trust_store_password: Secret | None
+    key_store_type: str
+    key_store_path: str | None
+    key_store_password: Secret | None
 
     def check_scope(self, scope: Scope) -> None:
         """Raise for an option given that applies nowhere in ``scope`` (the flags of what
@@ -156,18 +168,44 @@ def _given(raw: Mapping[str, str]) -> dict[str, str]:
     under two spellings are errors."""
     values: dict[str, str] = {}
     spelled: dict[str, str] = {}
+    implied: list[tuple[str, str, str]] = []  # (our option, value, the foreign key)
     for key, value in raw.items():
         if str(key).lower() in _SPARK_OWN:
             continue
         option = by_spelling(str(key))
         if option is None:
-            raise _unknown(str(key))
+            text = "" if value is None else str(value)
+            instead = _foreign(str(key), text)
+            implied += [(name, item, str(key)) for name, item in instead.items()]
+            continue
         if option.name in values:
             msg = f"given twice, as {spelled[option.name]!r} and {key!r}"
             raise PulsarOptionError(option.name, msg)
         values[option.name] = "" if value is None else str(value)
         spelled[option.name] = str(key)
+    for name, item, key in implied:
+        option = by_spelling(name)
+        assert option is not None
+        if option.name in values and values[option.name].strip().lower() != item.lower():
+            msg = f"means {option.name}={item}, but {spelled[option.name]!r} is given too"
+            raise PulsarOptionError(key, msg)
+        values.setdefault(option.name, item)
+        spelled.setdefault(option.name, key)
     return values
+
+
+def _foreign(key: str, value: str) -> dict[str, str]:
+    """Another connector's option, a Java client field under a passthrough prefix, or
+    an error (:mod:`.option_migration`, :mod:`.option_passthrough`)."""
+    instead = migration.resolve(key, value)
+    if instead is not None:
+        return instead
+    java = passthrough.lookup(key)
+    if java is not None:
+        return migration.apply(java, key, value)
+    if passthrough.prefix_of(key):
+        raise passthrough.unknown_key(key, spellings())
+    raise _unknown(key)
 
 
 def _check_exclusive(given: Mapping[str, str]) -> None:
@@ -210,6 +248,7 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
     ):
         raise PulsarOptionError(option="endingTime", message="is before startingTime")
     fields = {o.field: values[o.name] for o in OPTIONS if o.field is not None}
+    check_key_store_options(given, cast("str | None", values[_PLUGIN]))
     fields["auth"] = auth_spec(
         cast("str | None", values[_PLUGIN]),
         cast("str | None", values[_PARAMS]),
