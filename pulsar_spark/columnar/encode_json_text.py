@@ -4,8 +4,9 @@ quoted and escaped, numbers, booleans, bytes as Base64 strings, with pyarrow.com
 Strings escape ``"``, ``\\`` and control characters (``\\n``, ``\\t``, ``\\r``,
 ``\\b``, ``\\f``, others ``\\u00XX``) as Jackson does; other characters stay
 UTF-8. Numbers are the shortest text that reads back the same value (Arrow's
-casts); NaN and infinities are written ``NaN``, ``Infinity``, ``-Infinity``
-as Jackson and Python's ``json`` write them. Bytes are standard Base64 in a
+casts); NaN and infinities are the strings ``"NaN"``, ``"Infinity"``,
+``"-Infinity"`` as Jackson (the Java client's JSON schema) writes and reads them:
+bare tokens are not JSON, and Java consumers refuse them. Bytes are standard Base64 in a
 string, as Jackson writes ``byte[]``.
 """
 
@@ -52,13 +53,15 @@ def integer_text(numbers: Int64s) -> Piece:
 
 def float_text(array: pa.Array, dtype: pa.DataType) -> list[Piece]:
     """Floats (as ``dtype``, float32 or float64) as JSON numbers; NaN, Infinity and
-    -Infinity as Jackson writes them."""
+    -Infinity as the strings Jackson writes."""
     array = array.cast(dtype)
     text = array.cast(pa.string())
     finite = pc.is_finite(array)
     if finite.false_count:
         names = pc.if_else(
-            pc.is_nan(array), "NaN", pc.if_else(pc.greater(array, 0), "Infinity", "-Infinity")
+            pc.is_nan(array),
+            '"NaN"',
+            pc.if_else(pc.greater(array, 0), '"Infinity"', '"-Infinity"'),
         )
         text = pc.if_else(finite, text, names)
     return [binary_piece(text)]

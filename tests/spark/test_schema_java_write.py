@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import math
 import struct
 from decimal import Decimal
 from typing import Any
@@ -441,3 +442,17 @@ def test_spark_writes_into_a_java_key_value_topic(spark, apache_pulsar, topic_na
         *[{"key": "b", "value": 2}, {"key": None, "value": None}] * 2,
     ]
     assert {m["schemaVersion"] for m in got} == {0}
+
+
+def test_non_finite_doubles_in_json_values_read_by_java(spark, apache_pulsar, topic_name) -> None:
+    """NaN and infinities go out as the strings Jackson writes ("NaN", "Infinity"), so the
+    Java client's JSON schema reads them (it refuses bare NaN tokens); Spark reads them back."""
+    url = apache_pulsar.service_url
+    schema = "value struct<id: bigint, amount: double>"
+    rows = [((1, float("nan")),), ((2, float("inf")),), ((3, float("-inf")),), ((4, 1.5),)]
+    _write(spark.createDataFrame(rows, schema), url, topic=topic_name, valueSchemaType="json")
+    got = java_consume(url, topic_name, "AUTO_CONSUME", 4)
+    assert [m["value"]["amount"] for m in got] == ["NaN", "Infinity", "-Infinity", 1.5]
+    back = spark.read.format("pulsar").option("service.url", url).option("topic", topic_name)
+    amounts = [r.amount for r in back.load().orderBy("messageId").select("value.*").collect()]
+    assert math.isnan(amounts[0]) and amounts[1:] == [math.inf, -math.inf, 1.5]
