@@ -102,8 +102,8 @@ _PREFIX = (
     "is subscriptionName (streams)"
 )
 _WAIT = (
-    "is not offered: a missing topic fails the query when it is planned; create the "
-    "topics first (pulsar-admin topics create), or remove this option"
+    "is not offered: this connector does not wait for topics to appear; create the "
+    "topics before the query starts (pulsar-admin topics create), or remove this option"
 )
 _COMPACTED = (
     "=true is not offered yet: reads see every message of the topic, not its compacted "

@@ -163,11 +163,15 @@ def prefix_of(key: str) -> str | None:
 
 def unknown_key(key: str, spellings: list[str]) -> PulsarOptionError:
     """The error for a key under a passthrough prefix that is neither one of our options
-    (``spellings``: every accepted spelling, lower case) nor a known Java field."""
+    (``spellings``: every accepted spelling, as written in the table) nor a known Java
+    field; it lists the keys accepted under that prefix (those refused are not)."""
     prefix = prefix_of(key)
     assert prefix is not None
-    ours = [s for s in spellings if s.startswith(prefix)]
-    java = [row.name.lower() for row in JAVA_FIELDS if row.name.lower().startswith(prefix)]
-    names = sorted({s[len(prefix) :] for s in ours + java}, key=str.lower)
-    msg = f"is not a {prefix}* key this connector knows; valid keys (any case): {', '.join(names)}"
+    accepted = [s for s in spellings if s.lower().startswith(prefix)]
+    accepted += [r.name for r in JAVA_FIELDS if r.kind is Kind.IGNORED]
+    names = sorted({s[len(prefix) :] for s in accepted if s.lower().startswith(prefix)})
+    msg = (
+        f"is not a {prefix}* key this connector knows; valid keys (any case): "
+        f"{', '.join(sorted(names, key=str.lower))}"
+    )
     return PulsarOptionError(key, msg)

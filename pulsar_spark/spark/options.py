@@ -204,7 +204,7 @@ def _foreign(key: str, value: str) -> dict[str, str]:
     if java is not None:
         return migration.apply(java, key, value)
     if passthrough.prefix_of(key):
-        raise passthrough.unknown_key(key, spellings())
+        raise passthrough.unknown_key(key, [s for o in OPTIONS for s in (o.name, *o.aliases)])
     raise _unknown(key)
 
 
