@@ -30,6 +30,7 @@ from .names import ServiceUrl, TopicName, parse_service_url, parse_topic
 from .reader import PartitionReader
 from .retry import Action, Backoff, classify
 from .sinks import MessageRef
+from .transport import TlsMismatch
 
 __all__ = [
     "Authentication",
@@ -58,6 +59,7 @@ __all__ = [
     "InvalidServiceUrl",
     "InvalidTopicName",
     "OperationTimeout",
+    "TlsMismatch",
     "ServiceUrl",
     "TopicName",
     "parse_service_url",

@@ -212,10 +212,14 @@ OPTIONS: tuple[Option, ...] = (
     Option(_P + "maxPendingMessages", ("maxPendingMessages",), WRITE, v.positive,
            "max_pending_messages", "10000",
            "messages sent and not yet acknowledged, per producer"),
+    Option(_P + "maxPendingBytes", ("maxPendingBytes",), WRITE, v.positive,
+           "max_pending_bytes", "33554432",
+           "bytes of batches sent and not yet acknowledged, per producer (one larger batch "
+           "may still go alone)"),
     Option(_P + "sendTimeoutMs", ("sendTimeoutMs",), WRITE, _millis_or_none, "send_timeout",
            "30000",
            "how long a message may wait for its receipt (reconnects included) before the "
-           "task fails"),
+           "task fails; 0: no limit (Pulsar's advice with broker deduplication)"),
     Option("producerNamePrefix", (_P + "producerName",), WRITE, v.non_empty,
            "producer_name_prefix", None,
            "producer names become `<prefix>-<stage>-<task>-<attempt>`; the broker picks "

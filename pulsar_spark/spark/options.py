@@ -110,6 +110,7 @@ class PulsarOptions:
     batch_max_delay: float
     compression: str | None
     max_pending_messages: int
+    max_pending_bytes: int
     send_timeout: float
     producer_name_prefix: str | None
     private_key: KeySource | None

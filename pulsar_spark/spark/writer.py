@@ -196,6 +196,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
             "batch_max_bytes": o.batch_max_bytes,
             "batch_max_delay": o.batch_max_delay,
             "max_pending_messages": o.max_pending_messages,
+            "max_pending_bytes": o.max_pending_bytes,
             "send_timeout": o.send_timeout,
         }
         if name is not None:

@@ -307,3 +307,15 @@ def test_read_buffer_bytes_reaches_the_client() -> None:
     with pytest.raises(PulsarOptionError, match=r"readBufferBytes.*at least 1048576"):
         given = {"service.url": "pulsar://x:6650", "topic": "t"}
         parse_options({**given, "pulsar.reader.readBufferBytes": "1000"})
+
+
+def test_producer_windows_and_an_unlimited_send_timeout() -> None:
+    given = {"service.url": "pulsar://localhost:6650", "topic": "t"}
+    options = parse_options(
+        {**given, "pulsar.producer.maxPendingBytes": "1048576", "sendTimeoutMs": "0"}
+    )
+    assert options.max_pending_bytes == 1 << 20
+    assert options.send_timeout == 0  # no limit: the producer takes 0 as none
+    assert parse_options(given).max_pending_bytes == 32 << 20
+    with pytest.raises(PulsarOptionError, match="maxPendingBytes"):
+        parse_options({**given, "maxPendingBytes": "0"})
