@@ -229,12 +229,12 @@ def _describe(node: AvroType) -> str:
 def primitive_schema_type(dtype: pa.DataType) -> SchemaType | None:
     """The primitive schema type whose values a single column of ``dtype`` is written as,
     or None when it has none (a struct, a list...). Timestamps with a time zone become
-    TIMESTAMP (milliseconds), without one LOCAL_DATE_TIME; dates LOCAL_DATE; times
-    LOCAL_TIME."""
+    INSTANT (seconds and nanoseconds: TIMESTAMP would keep milliseconds only), without one
+    LOCAL_DATE_TIME; dates LOCAL_DATE; times LOCAL_TIME."""
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
     if pa.types.is_timestamp(dtype):
-        return SchemaType.TIMESTAMP if dtype.tz else SchemaType.LOCAL_DATE_TIME
+        return SchemaType.INSTANT if dtype.tz else SchemaType.LOCAL_DATE_TIME
     if pa.types.is_date(dtype):
         return SchemaType.LOCAL_DATE
     if pa.types.is_time(dtype):

@@ -312,7 +312,7 @@ def test_arrow_types_avro_cannot_hold(dtype: pa.DataType) -> None:
         (pa.float64(), T.DOUBLE),
         (pa.date32(), T.LOCAL_DATE),
         (pa.time64("us"), T.LOCAL_TIME),
-        (pa.timestamp("us", tz="UTC"), T.TIMESTAMP),
+        (pa.timestamp("us", tz="UTC"), T.INSTANT),
         (pa.timestamp("us"), T.LOCAL_DATE_TIME),
         (pa.struct([]), None),
         (pa.list_(pa.int8()), None),
