@@ -18,6 +18,7 @@ from ..columnar.rows import Item, encode_items, single_metadata
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
 from ..protocol.codecs import compress
+from ..protocol.encryptor import TAG_SIZE, Encryptor
 from ..protocol.errors import EncodeError
 from ..protocol.framing import encode_payload_command
 from .errors import ClientError
@@ -74,10 +75,14 @@ def seal(
     limit: int,
     chunking: bool,
     schema_version: bytes = b"",
+    encryptor: Encryptor | None = None,
 ) -> PendingBatch:
     """Seal queued items (consecutive ids unless given explicitly) into a batch, or
     one message alone when not ``batched``; chunked when it exceeds ``limit``;
     ``schema_version`` (the producer's, when it has one) goes into the metadata.
+    With an ``encryptor`` the (compressed) payload is encrypted, last; a chunked
+    message is split first and each chunk encrypted on its own (as the official
+    producers do).
 
     Raises:
         EncodeError: a batch over the limit (the producer keeps batches within it).
@@ -108,6 +113,9 @@ def seal(
         meta.compression = codec  # type: ignore[assignment]
         meta.uncompressed_size = len(payload)
         payload = compress(codec, payload)
+    plain = payload
+    if encryptor is not None:
+        payload = encryptor.encrypt(meta, plain, now=time.monotonic())
     metadata = meta.SerializeToString()
     batch = PendingBatch(first, last, count, batched, metadata, payload)
     batch.created, batch.size = time.monotonic(), len(metadata) + len(payload)
@@ -122,22 +130,28 @@ def seal(
                 "is off"
             )
             raise ClientError(msg)
-        batch.chunks = _chunks(meta, payload, limit, f"producer {producer} on {topic}")
+        who = f"producer {producer} on {topic}"
+        batch.chunks = _chunks(meta, plain, limit, who, encryptor)
         batch.payload = b""  # the chunks hold it: keep it once
         batch.size = sum(len(m) + len(p) for m, p in batch.chunks)
     return batch
 
 
 def _chunks(
-    meta: pb.MessageMetadata, payload: bytes, limit: int, who: str
+    meta: pb.MessageMetadata,
+    payload: bytes,
+    limit: int,
+    who: str,
+    encryptor: Encryptor | None = None,
 ) -> list[tuple[bytes, bytes]]:
-    """Split one message into chunks whose metadata + payload fit the limit."""
+    """Split one message into chunks whose metadata + payload fit the limit (each
+    chunk encrypted on its own, with the encryption fields ``meta`` already has)."""
     meta.uuid = f"{meta.producer_name}-{meta.sequence_id}"
     meta.total_chunk_msg_size = len(payload)
     meta.num_chunks_from_msg = 1
     meta.chunk_id = 0
     # Chunk metadata only grows by the varints of the chunk fields: leave room.
-    room = limit - meta.ByteSize() - 32
+    room = limit - meta.ByteSize() - 32 - (TAG_SIZE if encryptor is not None else 0)
     if room < 1:
         msg = f"{who}: metadata alone exceeds {limit} bytes"
         raise ClientError(msg)
@@ -146,5 +160,8 @@ def _chunks(
     chunks = []
     for i in range(count):
         meta.chunk_id = i
-        chunks.append((meta.SerializeToString(), payload[i * room : (i + 1) * room]))
+        part = payload[i * room : (i + 1) * room]
+        if encryptor is not None:
+            part = encryptor.encrypt(meta, part, now=time.monotonic())
+        chunks.append((meta.SerializeToString(), part))
     return chunks

@@ -172,6 +172,7 @@ class ProducerSession:
             user_provided_name=self._user_name is not None,
             schema=self.schema,
         )
+        command.producer.encrypted = self._encrypts()
         try:
             frame = conn.request(command)
         except ServerError as exc:
@@ -195,6 +196,11 @@ class ProducerSession:
         if first:
             self.last_sequence_id = success.last_sequence_id
             self._next_seq = max(success.last_sequence_id + 1, 0)
+
+    def _encrypts(self) -> bool:
+        """Whether the payloads are encrypted (PRODUCER says so: a namespace that requires
+        encryption refuses producers that do not)."""
+        return False
 
     def _message_limit(self) -> int:
         """Metadata + payload of one message at most: the broker's limit, or ours."""

@@ -77,6 +77,13 @@ class Encryptor:
     def key_names(self) -> tuple[str, ...]:
         return tuple(self._keys)
 
+    @property
+    def overhead(self) -> int:
+        """Bytes encryption adds to a message at most: its ``encryption_keys`` and
+        ``encryption_param`` in the metadata, and the tag after the payload."""
+        keys: int = sum(k.ByteSize() + 4 for k in self._wrapped)  # tag and length of each
+        return keys + 2 + IV_SIZE + TAG_SIZE
+
     def __repr__(self) -> str:
         return f"Encryptor(topic={self.topic!r}, key_names={list(self._keys)})"
 
@@ -102,7 +109,7 @@ class Encryptor:
 
     def _renew(self) -> None:
         data_key = AESGCM.generate_key(bit_length=256)
-        wrapped = []
+        wrapped: list[pb.EncryptionKeys] = []
         for name, key in self._keys.items():
             try:
                 value = wrap_data_key(key, data_key)

@@ -351,3 +351,13 @@ def test_dump_shows_encrypted_messages_as_ciphertext_with_their_key_names() -> N
     (message,) = record["messages"]
     assert message["encryption_keys"] == ["app.key", "ops.key"]
     assert base64.b64decode(message["payload"]) == ciphertext
+
+
+def test_the_overhead_bounds_what_encryption_adds() -> None:
+    encryptor = Encryptor({"a": RSA_A.public_key(), "ec": EC_521.public_key()})
+    for size in (0, 1, 1000):
+        meta = _meta()
+        before = meta.ByteSize()
+        ciphertext = encryptor.encrypt(meta, b"x" * size, now=0)
+        added = meta.ByteSize() - before + len(ciphertext) - size
+        assert 0 < added <= encryptor.overhead <= added + 16
