@@ -261,6 +261,13 @@ OPTIONS: tuple[Option, ...] = (
     Option(_C + "tlsKeyStorePassword", ("tlsKeyStorePassword",), ALL, ks.secret,
            "key_store_password", None,
            "the key store's password, also the key's (never shown)"),
+    Option("encryptionKeys", (_P + "encryptionKeys",), WRITE, crypto.key_names,
+           "encryption_keys", None,
+           "end-to-end encryption: comma-separated key names; every batch (or message, or "
+           "chunk) is encrypted (AES-GCM) for each of them; needs `publicKey`"),
+    Option("publicKey", (_P + "publicKey",), WRITE, crypto.public_key, "public_key", None,
+           "the public key(s) of `encryptionKeys`: a PEM URL (`file:` or `data:`) for every "
+           "name, or a JSON map of key name to URL"),
 )
 # fmt: on
 

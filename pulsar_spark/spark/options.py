@@ -115,6 +115,8 @@ class PulsarOptions:
     producer_name_prefix: str | None
     private_key: KeySource | None
     crypto_failure_action: str
+    encryption_keys: tuple[str, ...] | None
+    public_key: KeySource | None
     listener_name: str | None
     keepalive_interval: int
     use_key_store_tls: bool

@@ -201,6 +201,9 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         }
         if name is not None:
             options["producer_name"] = name
+        if o.encryption_keys is not None or o.public_key is not None:
+            options["encryption_keys"] = o.encryption_keys
+            options["public_key"] = None if o.public_key is None else o.public_key.spec
         if plan is not None and plan.schema is not None:
             options["schema"] = plan.schema
         return client.create_producer(

@@ -160,3 +160,37 @@ def test_a_stream_decrypts(spark, pulsar_lite, topic_name, rsa_files, tmp_path) 
     query.awaitTermination(180)
     assert not query.isActive and query.exception() is None
     assert sorted(v for rows in batches for v in rows) == sent
+
+
+def test_spark_writes_encrypted_for_the_official_consumer_and_spark_reads(
+    spark, read_pulsar, pulsar_lite, topic_name, rsa_files
+) -> None:
+    import pulsar
+
+    from tests.support.official import official_client
+
+    url, (pub, priv) = pulsar_lite.service_url, rsa_files
+    rows = [(f"v-{i:03d}".encode(),) for i in range(60)]
+    df = spark.createDataFrame(rows, "value binary").repartition(2)
+    writer = df.write.format("pulsar").option("service.url", url).option("topic", topic_name)
+    writer = writer.option("pulsar.producer.encryptionKeys", "app.key,other")
+    writer = writer.option("publicKey", _data_url(pub)).option("compressionType", "LZ4")
+    writer.mode("append").save()
+    sent = sorted(v for (v,) in rows)
+    back = read_pulsar(url, topic=topic_name, privateKey=priv.as_uri()).collect()
+    assert sorted(bytes(r.value) for r in back) == sent
+    with official_client(url) as client:
+        consumer = client.subscribe(
+            topic_name, "d", initial_position=pulsar.InitialPosition.Earliest,
+            crypto_key_reader=pulsar.CryptoKeyReader(str(pub), str(priv)),
+        )  # fmt: skip
+        got = []
+        for _ in sent:
+            message = consumer.receive(timeout_millis=20_000)
+            context = message.encryption_context()
+            assert sorted(k.key for k in context.keys()) == ["app.key", "other"]  # noqa: SIM118
+            got.append(message.data())
+        consumer.close()
+    assert sorted(got) == sent
+    with pytest.raises(Exception, match=r"'encryptionKeys'.*(writes only|not to reads)"):
+        read_pulsar(url, topic=topic_name, encryptionKeys="a").collect()
