@@ -246,11 +246,11 @@ class PulsarClient:
 
         ``options``: ``producer_name``, ``batch_max_messages``, ``batch_max_bytes``,
         ``batch_max_delay`` (s), ``max_pending_messages``, ``send_timeout`` (s),
-        ``schema`` (a :class:`SchemaInfo` the broker registers or checks as for the
-        official clients, not sent for NONE or BYTES; the producer's
-        ``schema_version`` says which version it got, and its messages carry it;
-        values are sent as given; an incompatible one raises
-        ``IncompatibleSchemaError`` naming the topic and the schema type).
+        ``encryption_keys`` and ``public_key`` (end-to-end encryption, see :class:`Producer`),
+        ``schema`` (a :class:`SchemaInfo` the broker registers or checks as for the official
+        clients, not sent for NONE or BYTES; the producer's ``schema_version`` says which
+        version it got, and its messages carry it; values are sent as given; an
+        incompatible one raises ``IncompatibleSchemaError`` naming topic and schema type).
         """
         name = parse_topic(topic)
         count = 0 if name.partition >= 0 else self._partitions_retried(name)
