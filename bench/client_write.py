@@ -9,6 +9,10 @@ and waits until every message is confirmed:
 * ours: ``Producer.send_batch(arrow_table)`` then ``flush()``;
 * official: ``send_async`` per row then ``flush()``.
 
+``--encrypted``: end-to-end encryption for one RSA-2048 key made for the run
+(ours: ``encryption_keys=``/``public_key=``; official: ``encryption_key`` and
+a ``CryptoKeyReader``).
+
 Each write runs in a process of its own (which builds the table too).
 Prints messages/s for each, their ratio (best of ``--runs``) and each side's
 peak RSS.
@@ -17,7 +21,10 @@ peak RSS.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,13 +34,20 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import broker_url, child_report, run_child
+from client_read import KEYS_ENV, _keys, _write_keys
 
 from pulsar_spark.client import PulsarClient
 
 
 def write_ours(url: str, topic: str, table: pa.Table) -> None:
     with PulsarClient(url) as client:
-        producer = client.create_producer(topic, compression="lz4", max_pending_messages=10_000)
+        keys = _keys()
+        crypto = {}
+        if keys is not None:
+            crypto = {"encryption_keys": "bench.key", "public_key": Path(keys["pub"]).as_uri()}
+        producer = client.create_producer(
+            topic, compression="lz4", max_pending_messages=10_000, **crypto
+        )
         producer.send_batch(table)
         producer.flush()
         producer.close()
@@ -42,8 +56,14 @@ def write_ours(url: str, topic: str, table: pa.Table) -> None:
 def write_official(url: str, topic: str, table: pa.Table) -> None:
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
+        keys = _keys()
+        crypto = {}
+        if keys is not None:
+            reader = pulsar.CryptoKeyReader(keys["pub"], keys["priv"])
+            crypto = {"encryption_key": "bench.key", "crypto_key_reader": reader}
         producer = client.create_producer(
             topic,
+            **crypto,
             compression_type=pulsar.CompressionType.LZ4,
             batching_enabled=True,
             block_if_queue_full=True,
@@ -67,6 +87,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--service-url")
     parser.add_argument(
+        "--encrypted", action="store_true", help="end-to-end encryption (one RSA key)"
+    )
+    parser.add_argument(
         "--child", nargs=4, metavar=("WRITER", "URL", "TOPIC", "N"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -77,6 +100,10 @@ def main() -> int:
         WRITERS[name](url, topic, table)
         child_report(seconds=time.perf_counter() - started)
         return 0
+    key_dir = tempfile.TemporaryDirectory() if args.encrypted else None
+    if key_dir is not None:
+        os.environ[KEYS_ENV] = json.dumps(_write_keys(key_dir.name))
+        print("encrypted: one RSA-2048 key")
     with broker_url(args.service_url, "bench-write-") as url:
         best = {"ours": float("inf"), "official": float("inf")}
         rss = {"ours": 0.0, "official": 0.0}
