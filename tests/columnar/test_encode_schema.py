@@ -40,7 +40,7 @@ _RECORD = pa.struct([pa.field("id", pa.int64(), False), pa.field("name", pa.stri
         (pa.binary(), SchemaType.BYTES),
         (pa.int32(), SchemaType.INT32),
         (pa.float64(), SchemaType.DOUBLE),
-        (pa.timestamp("us", tz="UTC"), SchemaType.TIMESTAMP),
+        (pa.timestamp("us", tz="UTC"), SchemaType.INSTANT),
         (pa.timestamp("us"), SchemaType.LOCAL_DATE_TIME),
         (pa.date32(), SchemaType.LOCAL_DATE),
         (_RECORD, SchemaType.AVRO),
