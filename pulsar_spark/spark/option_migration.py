@@ -242,14 +242,15 @@ def apply(row: Foreign, key: str, value: str) -> dict[str, str]:
     return row.decide(key, value)
 
 
-def markdown_table() -> str:
-    """The README's "Coming from StreamNative / Databricks / Kafka" option table."""
+def markdown_table(rows: tuple[Foreign, ...] = FOREIGN) -> str:
+    """The README's "Coming from StreamNative / Databricks / Kafka" option table (also
+    of :data:`~.option_passthrough.JAVA_FIELDS`)."""
     lines = ["| their option | from | here |", "|---|---|---|"]
-    for row in FOREIGN:
+    for row in rows:
         if row.kind is Kind.ALIAS:
             here = f"`{row.target}`: {row.note}"
         elif row.kind is Kind.IGNORED:
-            here = f"accepted, no effect (one warning): it {row.note}"
+            here = f"accepted with one WARNING: it {row.note}"
         elif row.kind is Kind.REFUSED:
             here = f"error: it {row.note}"
         else:

@@ -170,3 +170,16 @@ def test_the_migration_table_renders() -> None:
     table = migration.markdown_table()
     assert table.count("\n") == len(FOREIGN) + 1
     assert "`admin.url`" in table and "`predefinedSubscription`" in table
+
+
+def test_the_readme_migration_table_is_the_generated_one() -> None:
+    """Once the README carries the table between ``<!-- migration -->`` markers, it is
+    :func:`option_migration.markdown_table`'s (before that, the draft is in the notes)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+    start, end = "<!-- migration -->\n", "\n<!-- /migration -->"
+    if start not in readme:
+        return
+    shown = readme[readme.index(start) + len(start) : readme.index(end)].strip()
+    assert shown == migration.markdown_table()
