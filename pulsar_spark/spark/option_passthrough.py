@@ -17,7 +17,7 @@ pyspark.
 from __future__ import annotations
 
 from .errors import PulsarOptionError
-from .option_migration import Foreign, Kind
+from .option_migration import _COMPACTED, Foreign, Kind, _only_false
 
 __all__ = ["JAVA_FIELDS", "PREFIXES", "lookup", "unknown_key"]
 
@@ -105,6 +105,8 @@ JAVA_FIELDS: tuple[Foreign, ...] = (
              "(streams)"),
     _ignored(_R + "subscriptionRolePrefix",
              "has no effect yet: see subscriptionPrefix (readers are named reader-<hex>)"),
+    Foreign(_R + "readCompacted", J, Kind.BY_VALUE, "as readCompacted",
+            decide=_only_false("readCompacted" + _COMPACTED)),
     _refused(_R + "keyHashRanges", "is not offered: every task reads whole partitions"),
     _refused(_R + "cryptoKeyReader", "is not taken: give privateKey"),
     _ignored(_R + "readerName", "has no effect here: readers are named by the connector"),
