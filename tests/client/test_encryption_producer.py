@@ -85,3 +85,46 @@ def test_key_options_are_checked_before_anything_is_sent(pulsar_lite, topic_name
             client.create_producer(
                 topic_name, encryption_keys="a,c", public_key=json.dumps({"a": pairs["a"].pub_url})
             )
+
+
+def test_the_java_consumer_decrypts_our_ec_encrypted_chunks_and_batches(
+    apache_pulsar, topic_name, tmp_path
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tests.support.java_crypto import java_consume_decrypted
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    priv, pub = tmp_path / "ec-priv.pem", tmp_path / "ec-pub.pem"
+    priv.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    pub.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    url = apache_pulsar.service_url
+    big = os.urandom(12_000)
+    small = [f"batched-{i}".encode() for i in range(5)]
+    with PulsarClient(url) as client:
+        with client.create_producer(
+            topic_name, batching=False, chunk_max_size=4096, compression="snappy",
+            encryption_keys="ec.key", public_key=pub.as_uri(),
+        ) as producer:  # fmt: skip
+            producer.send(big)
+            producer.flush()
+        with client.create_producer(
+            topic_name, compression="zlib", encryption_keys="ec.key", public_key=pub.as_uri()
+        ) as producer:
+            for value in small:
+                producer.send(value)
+            producer.flush()
+    got = java_consume_decrypted(url, topic_name, 1 + len(small), priv.as_uri())
+    assert [v for v, _ in got] == [big, *small]
+    assert all(names == ["ec.key"] for _, names in got)
