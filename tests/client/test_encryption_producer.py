@@ -128,3 +128,27 @@ def test_the_java_consumer_decrypts_our_ec_encrypted_chunks_and_batches(
     got = java_consume_decrypted(url, topic_name, 1 + len(small), priv.as_uri())
     assert [v for v, _ in got] == [big, *small]
     assert all(names == ["ec.key"] for _, names in got)
+
+
+def test_a_namespace_that_requires_encryption_takes_our_encrypting_producer_only(
+    apache_pulsar, pairs
+) -> None:
+    import secrets
+
+    from pulsar_spark.protocol.errors import ServerError
+
+    admin = apache_pulsar.admin
+    namespace = f"public/enc-{secrets.token_hex(3)}"
+    admin.create_namespace(namespace)
+    admin.request("POST", f"namespaces/{namespace}/encryptionRequired", True)
+    topic = f"persistent://{namespace}/t"
+    url = apache_pulsar.service_url
+    with PulsarClient(url, operation_timeout=5) as client:
+        with client.create_producer(
+            topic, encryption_keys="a", public_key=pairs["a"].pub_url
+        ) as producer:
+            producer.send(b"sealed")
+            producer.flush()
+        assert _values(client, topic, private_key=pairs["a"].priv_url) == [b"sealed"]
+        with pytest.raises(ServerError, match=r"[Ee]ncryption is required"):
+            client.create_producer(topic)
