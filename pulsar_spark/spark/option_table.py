@@ -224,11 +224,14 @@ OPTIONS: tuple[Option, ...] = (
            "producer_name_prefix", None,
            "producer names become `<prefix>-<stage>-<task>-<attempt>`; the broker picks "
            "names otherwise"),
-    Option("privateKey", ("pulsar.reader.privateKey",), READ, crypto.private_key, "private_key",
-           None,
+    Option("privateKey", ("pulsar.reader.privateKey", "privateKeyUrl"), READ,
+           crypto.private_key, "private_key", None,
            "decrypts end-to-end encrypted messages: a PEM private key as a URL (`file:///path`, "
            "or `data:application/x-pem-file;base64,...` from a secret), or a JSON map of key "
-           "name to URL; without it an encrypted message fails the read"),
+           "name to URL; without it an encrypted message fails the read. Spark shows a "
+           "stream's options in its plan unless their name matches "
+           "`spark.sql.redaction.options.regex` (`url` by default): give a `data:` key as "
+           "`privateKeyUrl`"),
     Option("cryptoFailureAction", ("pulsar.reader.cryptoFailureAction",), READ,
            crypto.failure_action, "crypto_failure_action", "fail",
            "a message that does not decrypt: `fail` the task (naming it, its key names and "
@@ -265,7 +268,8 @@ OPTIONS: tuple[Option, ...] = (
            "encryption_keys", None,
            "end-to-end encryption: comma-separated key names; every batch (or message, or "
            "chunk) is encrypted (AES-GCM) for each of them; needs `publicKey`"),
-    Option("publicKey", (_P + "publicKey",), WRITE, crypto.public_key, "public_key", None,
+    Option("publicKey", (_P + "publicKey", "publicKeyUrl"), WRITE, crypto.public_key,
+           "public_key", None,
            "the public key(s) of `encryptionKeys`: a PEM URL (`file:` or `data:`) for every "
            "name, or a JSON map of key name to URL"),
 )
