@@ -50,6 +50,7 @@ def test_two_executors_write_read_and_stream(pulsar_lite_partitioned, tmp_path) 
     text = log.read_text(errors="replace")
     assert done.returncode == 0, text[-5000:]
     result = json.loads((tmp_path / "result.json").read_text())
+    print("FIGURE cluster seconds:", {k: round(v, 1) for k, v in result["seconds"].items()})
     assert result["executors"] == 2
     # Batch write then read with minPartitions: every row once, as written.
     written = [f"w-{i:05d}" for i in range(WRITTEN)]
@@ -91,6 +92,7 @@ def _driver(job: dict) -> None:
     from pulsar_spark import PulsarDataSource
     from pulsar_spark.client import PulsarClient
 
+    started = time.perf_counter()
     spark = (
         SparkSession.builder.master("local-cluster[2,1,1024]")
         .appName("pulsar-spark-cluster-test")
@@ -113,14 +115,18 @@ def _driver(job: dict) -> None:
             time.sleep(0.5)
             status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
         result["executors"] = status.size() - 1
+        seconds = result["seconds"] = {"start": time.perf_counter() - started}
 
         # A batch write, from 4 Spark partitions.
         rows = [(f"w-{i:05d}".encode(), f"k-{i:05d}") for i in range(WRITTEN)]
-        frame = spark.createDataFrame(rows, "value binary, key string").repartition(4)
+        frame = spark.createDataFrame(
+            spark.sparkContext.parallelize(rows, 4), "value binary, key string"
+        )
         frame.write.format("pulsar").mode("append").option("service.url", url).option(
             "topic", job["written"]
         ).save()
 
+        seconds["write"] = time.perf_counter() - started - sum(seconds.values())
         # A batch read of it, split beyond its 4 partitions.
         read = (
             spark.read.format("pulsar")
@@ -141,6 +147,7 @@ def _driver(job: dict) -> None:
         pids = read.select("value").rdd.mapPartitions(worker_pid).collect()
         result["read_pids"] = sorted({_executor_of(pid) for pid, _ in pids})
 
+        seconds["read"] = time.perf_counter() - started - sum(seconds.values())
         # A stream, restarted from its checkpoint.
         runs = []
         first = 0
@@ -176,6 +183,7 @@ def _driver(job: dict) -> None:
                 raise RuntimeError(str(query.exception()))
             runs.append(_parquet_rows(spark, out / "sink") - before)
         result["stream_runs"] = runs
+        seconds["stream"] = time.perf_counter() - started - sum(seconds.values())
         result["streamed"] = [
             [r.value, r.messageId, r.partition]
             for r in spark.read.parquet(str(out / "sink")).collect()
