@@ -7,7 +7,8 @@ default): a field whose wire type does not match its type is an unknown field,
 as protobuf reads it. A singular scalar takes its last occurrence; a singular
 message merges all of them (their byte ranges walked as one message);
 repeated scalars take packed and unpacked occurrences alike, in wire order; a
-map keeps the last entry of each key; of a oneof's fields, only the one that
+map keeps the last entry of each key (an entry with a field its type does not know
+is not in the map, as upb reads it); of a oneof's fields, only the one that
 came last is set (a oneof message member that comes twice with another member
 between merges both, where protobuf would keep the last only).
 """
@@ -62,7 +63,10 @@ def _struct(
     count: int,
     rows: Int64s,
     path: str,
+    unknown: Mask | None = None,
 ) -> pa.StructArray:
+    """See :func:`message_array`; ``unknown`` (if given) is set where an item has a field
+    that ``message`` does not know (another number, or a wire type that does not match)."""
     names = {f.number: _join(path, f.name) for f in message.fields}
     found = walk(ctx.data, starts, ends, items, rows[items], ctx.failures, names, path)
     subsets: list[Int64s] = []
@@ -73,6 +77,11 @@ def _struct(
         else:
             sel = sel[wires == field.wire]
         subsets.append(sel)
+    if unknown is not None:
+        known = np.zeros(len(found.item), bool)
+        for sel in subsets:
+            known[sel] = True
+        unknown[found.item[~known]] = True
     valid = _oneofs(message, subsets, found, count)
     arrays = [
         _field(ctx, field, found, sel, count, rows, _join(path, field.name), valid.get(i))
@@ -256,23 +265,24 @@ _TIMESTAMP = ProtoMessage(
 def _map(
     ctx: _Context, field: ProtoField, found: Found, sel: Int64s, count: int, rows: Int64s, path: str
 ) -> pa.Array:
-    """A map field: its entries as structs, the last of each key kept."""
+    """A map field: its entries as structs, the last of each key kept. An entry with a
+    field the entry type does not know (another number, or a key or value of another wire
+    type) is not in the map: protobuf (upb) keeps it as an unknown field of the message."""
     assert field.message is not None
     item = found.item[sel]
     n = len(sel)
-    entries = _nested(
-        ctx,
-        ProtoField(field.name, field.number, "message", message=field.message),
-        found,
-        sel,
-        n,
-        rows[item],
-        path,
-        np.ones(n, bool),
-        np.arange(n, dtype=np.int64),
+    pos = found.pos[sel]
+    ends = pos + found.value[sel].astype(np.int64)
+    unknown = np.zeros(n, bool)
+    entries = _struct(
+        ctx, field.message, pos, ends, np.arange(n, dtype=np.int64), n, rows[item], path, unknown
     )
     numbers = [f.number for f in field.message.fields]
     keys, values = entries.field(numbers.index(1)), entries.field(numbers.index(2))
+    if unknown.any():
+        index = pa.array(np.flatnonzero(~unknown))
+        keys, values, item = keys.take(index), values.take(index), item[~unknown]
+        n = len(item)
     keep = np.ones(n, bool)
     if n and np.bincount(item).max() > 1:  # some item has several entries: keys may repeat
         table = pa.table({"item": pa.array(item), "key": keys, "at": pa.array(np.arange(n))})
