@@ -12,7 +12,7 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``official``     produce and read with the official ``pulsar`` client
 ``apache_dist``  the Apache Pulsar distribution: download, cache, Java, JVM flags, config
 ``java_client``  the Java client as a test peer: typed produce/consume (SchemaTool.java)
-``java_crypto``  the Java client as an encryption peer: EC/RSA produce, decrypting consume (CryptoTool.java)
+``java_crypto``  the Java client as an encryption peer: EC/RSA produce, decrypt (CryptoTool)
 ``raw_wire``     bare wire peers: MESSAGE frames as the broker sent them, prepared SENDs
 ``apache_tls``   tokens and certificates of the secure Apache broker
 ``apache``       :class:`ApachePulsar` (plain, secure, dedup) and :class:`BrokerHandle`
