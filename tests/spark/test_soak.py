@@ -7,7 +7,10 @@ The consumer is the stream source itself, driven the way Spark drives it (one
 client of its own as a task opens, ``commit``), in this process and without a JVM, so
 that RSS and descriptors measured are the client's and the source's, not Spark's. The
 producer is the client's own (``send`` + ``flush``), 50 messages at a time. The topic
-(2 partitions) is unloaded every 10 s, so both reconnect again and again.
+(2 partitions) is unloaded every 10 s, so both reconnect again and again. The broker
+deduplicates: a batch the broker stored but whose receipt the unload cut off is sent again
+after the reconnect (at-least-once), and must be stored once, so any copy read twice is the
+reader's.
 
 Duration: ``PULSAR_SPARK_SOAK_SECONDS`` (default 300). Tolerances, after a warm-up of a
 fifth of the run (30 s at least): RSS may grow by at most 32 MiB between the median of
@@ -62,8 +65,8 @@ def _pending_requests(client: PulsarClient) -> int:
     return sum(len(c._waiters) for c in client._pool._connections.values())
 
 
-def test_soak_produce_consume_and_unload(apache_pulsar, topic_name, record_property) -> None:
-    url, admin = apache_pulsar.service_url, apache_pulsar.admin
+def test_soak_produce_consume_and_unload(apache_pulsar_dedup, topic_name, record_property):
+    url, admin = apache_pulsar_dedup.service_url, apache_pulsar_dedup.admin
     admin.create_partitioned_topic(topic_name, 2)
     seen = bytearray(CAPACITY)  # times each id was read
     acked = 0
