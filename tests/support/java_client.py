@@ -108,26 +108,33 @@ def key_value(key: Spec, value: Spec, encoding: str) -> dict[str, Any]:
 
 def tool_classes() -> Path:
     """The directory of the compiled SchemaTool, compiled on the first call of any process."""
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source + LOG_CONFIG.read_bytes()).hexdigest()[:16]
+    return compile_tool(SOURCE, "java", extra=LOG_CONFIG.read_bytes())
+
+
+def compile_tool(source: Path, prefix: str, *, extra: bytes = b"") -> Path:
+    """``source`` compiled against the distribution's jars into
+    ``<cache>/<prefix>-<hash of source + extra>`` (once: later calls, in any process, find
+    the classes; a file lock keeps two processes from compiling at once)."""
+    digest = hashlib.sha256(source.read_bytes() + extra).hexdigest()[:16]
     cache = cache_dir()
-    classes = cache / f"java-{digest}"
-    if (classes / "SchemaTool.class").exists():
+    classes = cache / f"{prefix}-{digest}"
+    compiled = classes / source.with_suffix(".class").name
+    if compiled.exists():
         return classes
     lib = ensure_distribution() / "lib"
     exe, _ = java()
     javac = str(Path(exe).with_name("javac"))
     if not Path(javac).exists():
         javac = shutil.which("javac") or javac
-    with (cache / ".java-lock").open("w") as lock:
+    with (cache / f".{prefix}-lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (classes / "SchemaTool.class").exists():
+        if compiled.exists():
             return classes
-        staging = cache / f".java-{digest}-{os.getpid()}"
+        staging = cache / f".{prefix}-{digest}-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         done = subprocess.run(
-            [javac, "-nowarn", "-d", str(staging), "-cp", f"{lib}/*", str(SOURCE)],
+            [javac, "-nowarn", "-d", str(staging), "-cp", f"{lib}/*", str(source)],
             capture_output=True,
             text=True,
             timeout=300,
@@ -135,7 +142,7 @@ def tool_classes() -> Path:
         )
         if done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
-            msg = f"javac {SOURCE} failed ({done.returncode}):\n{done.stderr[-4000:]}"
+            msg = f"javac {source} failed ({done.returncode}):\n{done.stderr[-4000:]}"
             raise JavaClientError(msg)
         staging.replace(classes)
     return classes

@@ -9,18 +9,14 @@ it once), then each call runs one JVM with :data:`.java_client.JVM_FLAGS`.
 from __future__ import annotations
 
 import base64
-import fcntl
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .apache_dist import cache_dir, ensure_distribution, java
-from .java_client import JVM_FLAGS, LOG_CONFIG, JavaClientError
+from .apache_dist import ensure_distribution, java
+from .java_client import JVM_FLAGS, LOG_CONFIG, JavaClientError, compile_tool
 
 __all__ = ["java_consume_decrypted", "java_produce_encrypted"]
 
@@ -28,36 +24,7 @@ SOURCE = Path(__file__).resolve().parent / "java" / "CryptoTool.java"
 
 
 def _classes() -> Path:
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    cache = cache_dir()
-    classes = cache / f"java-crypto-{digest}"
-    if (classes / "CryptoTool.class").exists():
-        return classes
-    lib = ensure_distribution() / "lib"
-    exe, _ = java()
-    javac = str(Path(exe).with_name("javac"))
-    if not Path(javac).exists():
-        javac = shutil.which("javac") or javac
-    with (cache / ".java-crypto-lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (classes / "CryptoTool.class").exists():
-            return classes
-        staging = cache / f".java-crypto-{digest}-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        done = subprocess.run(
-            [javac, "-nowarn", "-d", str(staging), "-cp", f"{lib}/*", str(SOURCE)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if done.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            msg = f"javac {SOURCE} failed ({done.returncode}):\n{done.stderr[-4000:]}"
-            raise JavaClientError(msg)
-        staging.replace(classes)
-    return classes
+    return compile_tool(SOURCE, "java-crypto")
 
 
 def _run(args: list[str], stdin: str = "", timeout: float = 120.0) -> list[dict[str, Any]]:
