@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrays import Mask
-from .avro_lanes import Failures, Lanes, expand
+from .avro_lanes import Failures, Lanes, collected, expand
 from .avro_nodes import Node
 from .avro_plan import compile_plan
 from .avro_schema import AvroType, parse_avro
@@ -74,12 +74,7 @@ class AvroPlan:
     def decode_collect(self, values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
         """Like :meth:`decode`, but a value that does not decode comes out null, and the
         second column holds its error text (null for the rows that decoded)."""
-        failures = Failures(len(values), topic=self.topic, collect=True)
-        column = self._decode(values, failures)
-        if failures.failed.any():
-            index = np.arange(len(values), dtype=np.int64)
-            column = column.take(pa.array(index, mask=failures.failed))
-        return column, failures.texts()
+        return collected(self._decode, values, self.topic)
 
     def _decode(self, values: pa.Array | pa.ChunkedArray, failures: Failures) -> pa.Array:
         lanes, valid = datum_lanes(values, failures)

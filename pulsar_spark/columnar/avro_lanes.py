@@ -23,6 +23,7 @@ moves the lane to its end, so every later read of that lane fails too
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -33,7 +34,7 @@ from .arrays import Bytes, Int64s, Ints, Mask
 from .schema_errors import SchemaDecodeError
 from .varints import varints
 
-__all__ = ["Failures", "Lanes", "expand", "nulls_where"]
+__all__ = ["Failures", "Lanes", "collected", "expand", "nulls_where"]
 
 #: Floats and doubles as read.
 Floats: TypeAlias = NDArray[np.floating[Any]]
@@ -233,3 +234,18 @@ def expand(values: pa.Array, valid: Mask) -> pa.Array:
                 null_count=len(valid) - int(np.count_nonzero(valid)),
             )
     return values.take(nulls_where(valid))
+
+
+def collected(
+    decode: Callable[[pa.Array | pa.ChunkedArray, Failures], pa.Array],
+    values: pa.Array | pa.ChunkedArray,
+    topic: str,
+) -> tuple[pa.Array, pa.Array]:
+    """``decode`` in dead-letter mode: a value that does not decode comes out null, and the
+    second column holds its error text (null for the rows that decoded)."""
+    failures = Failures(len(values), topic=topic, collect=True)
+    column = decode(values, failures)
+    if failures.failed.any():
+        index = np.arange(len(values), dtype=np.int64)
+        column = column.take(pa.array(index, mask=failures.failed))
+    return column, failures.texts()

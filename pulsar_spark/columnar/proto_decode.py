@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ..protocol.schema_info import SchemaInfo, SchemaType
 from .avro_decode import datum_lanes
-from .avro_lanes import Failures, expand
+from .avro_lanes import Failures, collected, expand
 from .proto_columns import message_array
 from .proto_schema import ProtoField, ProtoMessage, parse_native, proto_arrow_type
 from .schema_errors import SchemaResolutionError, UnmappableSchema
@@ -58,12 +58,7 @@ class ProtoPlan:
     def decode_collect(self, values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
         """Like :meth:`decode`, but a value that does not decode comes out null, and the
         second column holds its error text (null for the rows that decoded)."""
-        failures = Failures(len(values), topic=self.topic, collect=True)
-        column = self._decode(values, failures)
-        if failures.failed.any():
-            index = np.arange(len(values), dtype=np.int64)
-            column = column.take(pa.array(index, mask=failures.failed))
-        return column, failures.texts()
+        return collected(self._decode, values, self.topic)
 
     def _decode(self, values: pa.Array | pa.ChunkedArray, failures: Failures) -> pa.Array:
         lanes, valid = datum_lanes(values, failures)
