@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -143,12 +144,17 @@ def test_a_namespace_that_requires_encryption_takes_our_encrypting_producer_only
     admin.request("POST", f"namespaces/{namespace}/encryptionRequired", True)
     topic = f"persistent://{namespace}/t"
     url = apache_pulsar.service_url
-    with PulsarClient(url, operation_timeout=5) as client:
+    with PulsarClient(url, operation_timeout=60) as client:
         with client.create_producer(
             topic, encryption_keys="a", public_key=pairs["a"].pub_url
         ) as producer:
             producer.send(b"sealed")
             producer.flush()
         assert _values(client, topic, private_key=pairs["a"].priv_url) == [b"sealed"]
-        with pytest.raises(ServerError, match=r"[Ee]ncryption is required"):
+        started = time.monotonic()
+        with pytest.raises(ServerError, match=r"[Ee]ncryption is required") as refused:
             client.create_producer(topic)
+        # The broker's MetadataError says no retry can help: it fails at once, not after
+        # the operation timeout, and says it is not retriable.
+        assert time.monotonic() - started < 20
+        assert refused.value.retriable is False
