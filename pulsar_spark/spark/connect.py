@@ -1,8 +1,9 @@
 """Clients for Spark tasks and planning, from parsed options.
 
-Authentication objects hold locks and cached tokens, so options carry only
-an :class:`~pulsar_spark.spark.option_auth.AuthSpec`; each process builds its own
-provider here. Java key stores (``useKeyStoreTls``, the ``AuthenticationKeyStoreTls``
+In a Spark task, clients are the Python worker's, lent and given back
+(:mod:`.worker_clients`). Authentication objects hold locks and cached tokens, so
+options carry only an :class:`~pulsar_spark.spark.option_auth.AuthSpec`; each process
+builds its own provider here. Java key stores (``useKeyStoreTls``, the ``AuthenticationKeyStoreTls``
 plugin) are read here too, in each process: Python's ``ssl`` takes CA certificates
 and a client certificate from files, so the PEM text goes into a private directory
 (0700, files 0600) that closing the client removes (:class:`KeyStoreClient`).
@@ -25,6 +26,7 @@ from ..client.errors import ClientError
 from ..client.keystores import KeyStoreError, TlsFiles, load_store
 from .errors import PulsarOptionError
 from .options import AuthSpec, PulsarOptions
+from .worker_clients import in_task, lend
 
 __all__ = ["KeyStoreClient", "authentication", "open_client"]
 
@@ -122,8 +124,23 @@ def _trust_file(options: PulsarOptions, files: TlsFiles) -> str | None:
     return files.write("trusted.pem", found.trusted_pem)
 
 
-def open_client(options: PulsarOptions, *, operation_timeout: float | None = None) -> PulsarClient:
-    """A :class:`PulsarClient` configured by ``options`` (close it, or use ``with``)."""
+def open_client(
+    options: PulsarOptions, *, operation_timeout: float | None = None, reuse: bool | None = None
+) -> PulsarClient:
+    """A :class:`PulsarClient` configured by ``options`` (close it, or use ``with``).
+
+    ``reuse`` (by default: whether a Spark task runs here, not planning): lend one of
+    the Python worker's pooled clients for these settings; closing it gives it back
+    for the worker's next task (:mod:`.worker_clients`).
+    """
+    if reuse is None:
+        reuse = in_task()
+    if reuse:
+        return lend(options, operation_timeout, _new_client)
+    return _new_client(options, operation_timeout)
+
+
+def _new_client(options: PulsarOptions, operation_timeout: float | None) -> PulsarClient:
     stores = options.use_key_store_tls or (options.auth and options.auth.kind == "keystoretls")
     if not stores:
         return PulsarClient(options.service_url, **_settings(options, operation_timeout))
