@@ -11,10 +11,11 @@ sequence id and ``uuid``, each chunk's metadata plus payload within the limit.
 
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
 
-from ..columnar.rows import Item, encode_items, single_metadata
+from ..columnar.rows import Item, encode_items, item_body, single_metadata
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
 from ..protocol.codecs import compress
@@ -23,7 +24,9 @@ from ..protocol.errors import EncodeError
 from ..protocol.framing import encode_payload_command
 from .errors import ClientError
 
-__all__ = ["PendingBatch", "seal"]
+__all__ = ["OpenBatch", "PendingBatch", "item_bytes", "seal"]
+
+_U32 = struct.Struct(">I")
 
 _ITEM_FIELDS = ("partition_key", "partition_key_b64_encoded", "event_time", "null_value")
 
@@ -37,7 +40,7 @@ class PendingBatch:
     count: int
     batched: bool
     metadata: bytes
-    payload: bytes
+    payload: bytes | memoryview
     #: (metadata, payload) of each chunk of a chunked message; None otherwise.
     chunks: list[tuple[bytes, bytes]] | None = None
     #: chunks whose receipt came (receipts arrive in order).
@@ -65,8 +68,45 @@ class PendingBatch:
         ]
 
 
+class OpenBatch:
+    """The batch being filled: its items' bytes (parts laid end to end, as
+    :func:`~..columnar.rows.encode_items` would lay them out), count, first and last
+    sequence ids, size as the producer counts it, and when its first item came."""
+
+    __slots__ = ("bytes", "count", "first", "last", "opened_at", "parts")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes | memoryview] = []
+        self.count = self.bytes = 0
+        self.first = self.last = -1
+        self.opened_at = 0.0
+
+    def add(self, part: bytes | memoryview, count: int, first: int, last: int, size: int) -> None:
+        """Append ``count`` items (ids ``first`` to ``last``) of ``size`` bytes."""
+        if not self.count:
+            self.first, self.opened_at = first, time.monotonic()
+        self.parts.append(part)
+        self.count += count
+        self.last = last
+        self.bytes += size
+
+    def take(self) -> tuple[bytes | memoryview, int, int, int, int]:
+        """(payload, count, first, last, size), leaving the batch empty."""
+        parts = self.parts
+        payload = parts[0] if len(parts) == 1 else b"".join(parts)
+        taken = (payload, self.count, self.first, self.last, self.bytes)
+        self.parts, self.count, self.bytes = [], 0, 0
+        return taken
+
+
+def item_bytes(item: Item) -> bytes:
+    """One item of a batch payload: metadata size, metadata, payload."""
+    body = item_body(item)
+    return b"".join((_U32.pack(len(body)), body, item[3]))
+
+
 def seal(
-    items: list[Item],
+    items: list[Item] | tuple[bytes | memoryview, int, int, int],
     *,
     producer: str,
     topic: str,
@@ -77,20 +117,23 @@ def seal(
     schema_version: bytes = b"",
     encryptor: Encryptor | None = None,
 ) -> PendingBatch:
-    """Seal queued items (consecutive ids unless given explicitly) into a batch, or
-    one message alone when not ``batched``; chunked when it exceeds ``limit``;
-    ``schema_version`` (the producer's, when it has one) goes into the metadata.
-    With an ``encryptor`` the (compressed) payload is encrypted, last; a chunked
-    message is split first and each chunk encrypted on its own (as the official
-    producers do).
+    """Seal a batch (``items``, or what :meth:`OpenBatch.take` gives: the items' bytes,
+    count, first and last ids), or one message alone when not ``batched`` (``items``
+    holds it); chunked when it exceeds ``limit``; ``schema_version`` (the producer's,
+    when it has one) goes into the metadata. With an ``encryptor`` the (compressed)
+    payload is encrypted, last; a chunked message is split first and each chunk
+    encrypted on its own (as the official producers do).
 
     Raises:
         EncodeError: a batch over the limit (the producer keeps batches within it).
         ClientError: a message over the limit with ``chunking`` off, or metadata
             that alone exceeds it.
     """
-    first, last = items[0][0], items[-1][0]
-    count = len(items)
+    if isinstance(items, tuple):
+        payload, count, first, last = items
+    else:
+        first, last, count = items[0][0], items[-1][0], len(items)
+        payload = encode_items(items) if batched else items[0][3]
     meta = pb.MessageMetadata(
         producer_name=producer,
         sequence_id=first,
@@ -99,12 +142,11 @@ def seal(
     if schema_version:
         meta.schema_version = schema_version
     if batched:
-        payload = encode_items(items)
         meta.num_messages_in_batch = count
         meta.highest_sequence_id = last
     else:
+        assert isinstance(items, list)
         smm = single_metadata(items[0])
-        payload = items[0][3]
         meta.properties.extend(smm.properties)
         for name in _ITEM_FIELDS:
             if smm.HasField(name):
@@ -139,7 +181,7 @@ def seal(
 
 def _chunks(
     meta: pb.MessageMetadata,
-    payload: bytes,
+    payload: bytes | memoryview,
     limit: int,
     who: str,
     encryptor: Encryptor | None = None,
@@ -160,7 +202,7 @@ def _chunks(
     chunks = []
     for i in range(count):
         meta.chunk_id = i
-        part = payload[i * room : (i + 1) * room]
+        part = bytes(payload[i * room : (i + 1) * room])
         if encryptor is not None:
             part = encryptor.encrypt(meta, part, now=time.monotonic())
         chunks.append((meta.SerializeToString(), part))

@@ -8,7 +8,7 @@ arrives; a batch unconfirmed after the send timeout fails the producer. :meth:`P
 returns once every receipt is in. A message whose (compressed) payload does
 not fit the broker's ``max_message_size`` is sent alone, in chunks. Receipts,
 errors and reconnects are handled by :class:`~.producer_session.ProducerSession`.
-Rows of an Arrow table are encoded by :mod:`..columnar.rows`.
+The rows of an Arrow table are encoded column by column (:mod:`.columnar_send`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,17 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from ..columnar.rows import InvalidRows, Item, Rows, encode_head, encode_pre, encode_tail
+from ..columnar.rows import InvalidRows, Item, encode_head, encode_pre, encode_tail
+from ..columnar.send_items import columnar_rows
 from ..protocol.codecs import codec_by_name
 from ..protocol.errors import PulsarError
 from ..protocol.schema_info import SchemaInfo
+from .columnar_send import encoded_rows, send_columnar, send_rows
 from .crypto_keys import KeySpec, producer_encryptor
 from .errors import ClientError, InvalidArgument, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
-from .outgoing import seal
+from .outgoing import OpenBatch, item_bytes, seal
 from .producer_session import ProducerSession
 
 __all__ = ["DEFAULT_MAX_PENDING_BYTES", "Producer", "encoded_rows"]
@@ -114,9 +116,12 @@ class Producer(ProducerSession):
         #: At most so many messages and bytes sent and unconfirmed.
         self._window = (max(max_pending_messages, self._max_messages), max_pending_bytes)
         self._chunking = chunking
-        self._items: list[Item] = []
-        self._bytes = 0
-        self._opened_at = 0.0
+        #: The batch being filled.
+        self._open = OpenBatch()
+        #: Held by a sender from its first message to its last (its window waits
+        #: release the producer lock, never this one): the messages of two senders
+        #: never interleave out of sequence-id order.
+        self._sending = threading.Lock()
         self._create_first()
         threading.Thread(
             target=self._timer_loop,
@@ -161,7 +166,7 @@ class Producer(ProducerSession):
         except InvalidRows as exc:
             raise InvalidArgument(str(exc)) from exc
         pre = encode_pre(head, payload, tail)
-        with self._lock:
+        with self._sending, self._lock:
             self._raise_if_failed()
             self._queue(sequence_id, pre, null, payload, size + len(payload))
         return True
@@ -174,10 +179,20 @@ class Producer(ProducerSession):
         payload and share of a batch ``size``); False for a replay, as :meth:`send`."""
         if sequence_id is not None and sequence_id <= self.last_sequence_id:
             return False
-        with self._lock:
+        with self._sending, self._lock:
             self._raise_if_failed()
             self._queue(sequence_id, pre, null, value, size)
         return True
+
+    def _batch_limit(self) -> int:
+        """Bytes of one batch's items at most: the message limit, less room for the
+        metadata, what a codec may add and what encryption adds."""
+        limit = self._message_limit()
+        limit -= limit // 64 + 1024
+        encryptor = self._sealing[1]
+        if encryptor is not None:
+            limit -= encryptor.overhead  # wrapped keys, IV, tag
+        return limit
 
     def _queue(
         self, sequence_id: int | None, pre: bytes, null: bool, value: bytes, size: int
@@ -185,28 +200,24 @@ class Producer(ProducerSession):
         """Queue one encoded message (lock held); ``size`` is its share of a batch."""
         if sequence_id is not None:
             self._take_sequence_id(sequence_id)
-        if self._batching:
-            # A batch never exceeds the message limit (chunks are never batched):
-            # a message too big to share one goes alone, in chunks if need be.
-            limit = self._message_limit()
-            limit -= limit // 64 + 1024  # metadata, and what a codec may add
-            encryptor = self._sealing[1]
-            if encryptor is not None:
-                limit -= encryptor.overhead  # wrapped keys, IV, tag
-            if size >= min(self._max_bytes, limit):
-                self._seal()
-                self._items.append((self._next_seq, pre, null, value))
-                self._next_seq += 1
-                self._seal(batched=False)
-                return
-            if self._bytes + size > limit:
-                self._seal()
-        if not self._items:
-            self._opened_at = time.monotonic()
-        self._items.append((self._next_seq, pre, null, value))
+        seq = self._next_seq
         self._next_seq += 1
-        self._bytes += size
-        if len(self._items) >= self._max_messages or self._bytes >= self._max_bytes:
+        item = (seq, pre, null, value)
+        if not self._batching:
+            self._seal_alone(item)
+            return
+        # A batch never exceeds the message limit (chunks are never batched):
+        # a message too big to share one goes alone, in chunks if need be.
+        limit = self._batch_limit()
+        if size >= min(self._max_bytes, limit):
+            self._seal()
+            self._seal_alone(item)
+            return
+        batch = self._open
+        if batch.bytes + size > limit:
+            self._seal()
+        batch.add(item_bytes(item), 1, seq, seq, size)
+        if batch.count >= self._max_messages or batch.bytes >= self._max_bytes:
             self._seal()
 
     def _take_sequence_id(self, sequence_id: int) -> None:
@@ -225,35 +236,17 @@ class Producer(ProducerSession):
         """Send the rows of an Arrow table: ``value`` (plus optional ``key``,
         ``properties`` and ``eventTime``); with ``first_sequence_id``, row i gets
         sequence id ``first_sequence_id + i``. Returns the rows sent (replays the
-        broker already has are skipped, see :meth:`send`)."""
-        rows = encoded_rows(table)
-        last = self.last_sequence_id
-        sent = 0
-        with self._lock:
-            self._raise_if_failed()
-            queue = self._queue
-            seqs: range | list[None] = (
-                range(first_sequence_id, first_sequence_id + rows.n)
-                if first_sequence_id is not None
-                else [None] * rows.n
-            )
-            for seq, pre, null, value, size in zip(
-                seqs, rows.pres, rows.nulls, rows.values, rows.sizes, strict=True
-            ):
-                if seq is not None and seq <= last:
-                    continue
-                queue(seq, pre, null, value, size)
-                sent += 1
-        return sent
+        broker already has are skipped, see :meth:`send`).
 
-    def _seal(self, batched: bool | None = None) -> None:
-        """Turn the open batch into a SEND frame and send it (lock held)."""
-        items, size, self._items, self._bytes = self._items, self._bytes, [], 0
-        if not items:
-            return
-        batched = self._batching if batched is None else batched
-        count = len(items)
-        size = size or len(items[0][3])  # a message sent alone is not counted in _bytes
+        The rows are encoded column by column into batch items and cut into batches
+        without a Python step per row (:mod:`.columnar_send`)."""
+        if not self._batching or not columnar_rows(table):
+            return send_rows(self, table, first_sequence_id)
+        return send_columnar(self, table, first_sequence_id)
+
+    def _wait_for_room(self, count: int, size: int) -> None:
+        """Wait until ``count`` more messages of ``size`` bytes fit the pending window
+        (lock held; one batch larger than the window still goes, alone)."""
         most, most_bytes = self._window
         while (
             self._pending
@@ -263,6 +256,27 @@ class Producer(ProducerSession):
             self._lock.wait(1.0)  # receipts notify; the send timeout is checked here too
             self._expire()
         self._raise_if_failed()
+
+    def _seal(self) -> None:
+        """Turn the open batch into a SEND frame and send it (lock held)."""
+        if not self._open.count:
+            return
+        payload, count, first, last, size = self._open.take()
+        self._wait_for_room(count, size)
+        self._dispatch((payload, count, first, last), count, batched=True)
+
+    def _seal_alone(self, item: Item) -> None:
+        """Send one message alone (chunked if too big; lock held)."""
+        self._wait_for_room(1, len(item[3]))
+        self._dispatch([item], 1, batched=False)
+
+    def _dispatch(
+        self,
+        items: list[Item] | tuple[bytes | memoryview, int, int, int],
+        count: int,
+        *,
+        batched: bool,
+    ) -> None:
         batch = seal(
             items,
             producer=self.name,
@@ -310,7 +324,7 @@ class Producer(ProducerSession):
             PulsarError: a batch failed for good, or receipts did not come in time.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
+        with self._sending, self._lock:
             self._seal()
             while self._pending and self._error is None:
                 left = 1.0 if deadline is None else deadline - time.monotonic()
@@ -348,23 +362,18 @@ class Producer(ProducerSession):
                     return
                 if self._pending:
                     self._expire()
-                if self._items and time.monotonic() - self._opened_at >= max_delay:
-                    try:
-                        self._seal()
-                    except PulsarError as exc:  # raised to the next sender
-                        if self._error is None:
-                            self._error = exc
-                            self._lock.notify_all()
-
-
-def encoded_rows(table: pa.Table | pa.RecordBatch) -> Rows:
-    """The rows of ``table`` encoded for :meth:`Producer.send_encoded`.
-
-    Raises:
-        InvalidArgument: (a ClientError) columns other than value, key, properties
-            and eventTime, no value column, or a negative event time.
-    """
-    try:
-        return Rows(table)
-    except InvalidRows as exc:
-        raise InvalidArgument(str(exc)) from exc
+            # A sender at work seals its batches itself.
+            if not self._sending.acquire(blocking=False):
+                continue
+            try:
+                with self._lock:
+                    batch = self._open
+                    if batch.count and time.monotonic() - batch.opened_at >= max_delay:
+                        try:
+                            self._seal()
+                        except PulsarError as exc:  # raised to the next sender
+                            if self._error is None:
+                                self._error = exc
+                                self._lock.notify_all()
+            finally:
+                self._sending.release()
