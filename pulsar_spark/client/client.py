@@ -46,7 +46,7 @@ class PulsarClient:
         tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure: TLS settings.
         connect_timeout, operation_timeout, keepalive_interval: seconds (10, 30, 30).
         listener_name: advertised listener to look topics up for.
-        read_buffer_bytes: bytes each partition read holds at most (256 MiB).
+        read_buffer_bytes, subscription_prefix, read_compacted: see :class:`ClientConfig`.
     """
 
     def __init__(
@@ -62,6 +62,8 @@ class PulsarClient:
         keepalive_interval: float = 30.0,
         listener_name: str | None = None,
         read_buffer_bytes: int = DEFAULT_READ_BUFFER_BYTES,
+        subscription_prefix: str | None = None,
+        read_compacted: bool = False,
     ) -> None:
         #: The configuration every connection of this client uses (built once).
         self.config = ClientConfig(
@@ -73,6 +75,8 @@ class PulsarClient:
             keepalive_interval,
             listener_name,
             read_buffer_bytes,
+            subscription_prefix,
+            read_compacted,
         )
         self.service_url = self.config.service_url
         self.operation_timeout = operation_timeout
@@ -120,9 +124,7 @@ class PulsarClient:
                 raise ClientError(msg) from exc
         names = {base_topic(t)[0] for t in self._lookup.topics_of_namespace("/".join(parts))}
         if regex is not None:
-            names = {
-                t for t in names if regex.fullmatch(t) or regex.fullmatch(t.split("://", 1)[-1])
-            }
+            names = {t for t in names if regex.fullmatch(t) or regex.fullmatch(t.split("://")[-1])}
         return sorted(names)
 
     def message_id_at_time(
@@ -151,8 +153,7 @@ class PulsarClient:
         entry at or after it (a marker is never dispatched, the entry after it is).
         Nothing is decoded: a chunk of a message counts."""
         name = self._one_partition(topic, "look for entries of")
-        at = parse_position(message_id, "message_id")
-        at = MessageId(at.ledger, at.entry, at.partition, -1)
+        at = parse_position(message_id, "message_id").with_batch_index(-1)
         found = first_entry(self._lookup, name, at, operation_timeout=self.operation_timeout)
         return found is not None and found[0].ledger == at.ledger
 
@@ -393,7 +394,5 @@ class PulsarClient:
         return None if found is None else (found.message_id, found.publish_time)
 
     def _partitions_of(self, name: TopicName) -> list[TopicName]:
-        if name.partition >= 0:
-            return [name]
-        count = self._lookup.partitions(name)
+        count = 0 if name.partition >= 0 else self._lookup.partitions(name)
         return [name] if count == 0 else [name.partition_name(i) for i in range(count)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .auth import Authentication, NoAuthentication
 from .errors import ClientError
 from .names import ServiceUrl, parse_service_url
+from .sub_names import check_prefix
 
 __all__ = ["DEFAULT_READ_BUFFER_BYTES", "ClientConfig", "TlsOptions"]
 
@@ -67,6 +68,11 @@ class ClientConfig:
         read_buffer_bytes: bytes a partition read holds at most (in flight, queued,
             chunked messages being put together, rows being built): see
             :class:`~.reader.PartitionReader`.
+        subscription_prefix: the start of every subscription name the client makes
+            for itself (``<prefix>-reader-<hex>``; ``reader-<hex>`` when None), for
+            namespaces with prefix subscription authorization (:mod:`.sub_names`).
+        read_compacted: readers subscribe with ``read_compacted``: up to the
+            compaction horizon they get the latest message per key only.
     """
 
     service_url: ServiceUrl
@@ -77,18 +83,23 @@ class ClientConfig:
     keepalive_interval: float = 30.0
     listener_name: str | None = None
     read_buffer_bytes: int = DEFAULT_READ_BUFFER_BYTES
+    subscription_prefix: str | None = None
+    read_compacted: bool = False
 
     def __post_init__(self) -> None:
         """Check the timeouts; TLS settings apply to ``pulsar+ssl://`` only.
 
         Raises:
-            ClientError: a timeout or interval that is not a positive number.
+            ClientError: a timeout or interval that is not a positive number, or
+                a subscription prefix :func:`~.sub_names.check_prefix` refuses.
         """
         for name in ("connect_timeout", "operation_timeout", "keepalive_interval"):
             value = getattr(self, name)
             if not value > 0:
                 msg = f"{name} must be a positive number of seconds, not {value!r}"
                 raise ClientError(msg)
+        if self.subscription_prefix is not None:
+            check_prefix(self.subscription_prefix)
         if not self.service_url.tls:
             object.__setattr__(self, "tls", None)
         elif self.tls is None:

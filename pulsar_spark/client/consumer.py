@@ -127,10 +127,12 @@ class ReaderConsumer:
         name: str,
         start: MessageId,
         schema: SchemaInfo | None = None,
+        read_compacted: bool = False,
     ) -> ReaderConsumer:
         """Look ``topic`` up and subscribe as ``name`` from entry ``start``, with
         ``schema`` for the broker to check (an incompatible one raises
-        ``IncompatibleSchemaError`` naming the topic and the schema type)."""
+        ``IncompatibleSchemaError`` naming the topic and the schema type), reading
+        the compacted view with ``read_compacted``."""
         inbox = Inbox()
         conn = lookup.connection_for(topic)
         try:
@@ -146,6 +148,7 @@ class ReaderConsumer:
                     earliest=start.is_earliest,
                     start_message_id=start,
                     schema=schema,
+                    read_compacted=read_compacted,
                 ),
             )
         except ServerError as exc:

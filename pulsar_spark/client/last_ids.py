@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -41,6 +40,7 @@ from .errors import ClientError
 from .lookup import BrokerAddress, LookupService
 from .names import TopicName
 from .retry import Backoff, may_retry
+from .sub_names import fresh_name
 
 __all__ = ["LastIds"]
 
@@ -55,8 +55,10 @@ class _Probe:
     """A non-durable consumer on one partition that only asks for its last id; it
     goes stale when the broker closes it or the connection is lost."""
 
-    def __init__(self, conn: Connection, topic: TopicName) -> None:
-        self.conn, self.topic = conn, topic
+    def __init__(
+        self, conn: Connection, topic: TopicName, prefix: str | None, compacted: bool
+    ) -> None:
+        self.conn, self.topic, self.prefix, self.compacted = conn, topic, prefix, compacted
         self.stale = threading.Event()
         self.key: Key | None = None
 
@@ -76,10 +78,13 @@ class _Probe:
                 request_id,
                 consumer_id,
                 topic=str(self.topic),
-                subscription=f"reader-{uuid.uuid4().hex[:10]}",
+                subscription=fresh_name(self.prefix),
                 durable=False,
                 earliest=False,
                 start_message_id=LATEST,
+                # A compacted reader's last id is the compacted view's (Apache Pulsar
+                # answers the compacted ledger's last entry when nothing follows it).
+                read_compacted=self.compacted,
             ),
         )
 
@@ -202,7 +207,9 @@ class LastIds:
             address = None
         if address is None:
             address = self.lookup.lookup(topic)
-        probe = _Probe(self.lookup.pool.for_broker(address), topic)
+        config = self.lookup.config
+        conn = self.lookup.pool.for_broker(address)
+        probe = _Probe(conn, topic, config.subscription_prefix, config.read_compacted)
         probe.attach()
         with self._lock:
             self.attached += 1

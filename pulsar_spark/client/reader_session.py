@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -21,12 +20,14 @@ from ..protocol.errors import PulsarError
 from ..protocol.message_id import EARLIEST, LATEST, MessageId, to_signed64
 from ..protocol.schema_info import SchemaInfo
 from .bounds import FROM_EARLIEST, Bound
+from .capabilities import BrokerKind
 from .config import DEFAULT_READ_BUFFER_BYTES
 from .consumer import FlowWindow, Inbox, ReaderConsumer
-from .errors import ConnectionClosed, InvalidArgument, OperationTimeout
+from .errors import ClientError, ConnectionClosed, InvalidArgument, OperationTimeout
 from .lookup import LookupService
 from .names import TopicName
 from .retry import Backoff, may_retry
+from .sub_names import fresh_name
 
 __all__ = [
     "DEFAULT_BUFFER_BYTES",
@@ -90,6 +91,11 @@ class ReaderSession:
             raise InvalidArgument(msg)
         #: Bytes the read may hold.
         self.buffer_bytes = buffer_bytes
+        config = getattr(lookup, "config", None)
+        #: Subscriptions are named ``<prefix>-<hex>`` (:mod:`.sub_names`).
+        self.subscription_prefix: str | None = getattr(config, "subscription_prefix", None)
+        #: Subscribe with ``read_compacted`` (the client's setting).
+        self.read_compacted: bool = getattr(config, "read_compacted", False)
         self.lookup = lookup
         self.topic = topic
         self.partition = topic.partition
@@ -128,7 +134,7 @@ class ReaderSession:
         """The id of the topic's last message, asked through a consumer that
         receives nothing (no FLOW); None when the topic is empty. Closes the reader."""
         try:
-            self._retrying(lambda: self._attach(_fresh_name()))
+            self._retrying(lambda: self._attach(self._fresh_name()))
             return self._retrying(lambda: self._live().last_message_id())
         finally:
             self.close()
@@ -154,7 +160,7 @@ class ReaderSession:
     def _subscribe(self) -> None:
         # A fresh name on every (re)subscribe: the subscription is non-durable
         # anyway, and pulsar-lite serves a reused name from its first start id.
-        name = _fresh_name()
+        name = self._fresh_name()
         seek_time = self._start_time if self._processed is None else None
         if seek_time is not None and seek_time < 0:
             seek_time = None  # before 1970, before every message (the SEEK's time is unsigned)
@@ -164,9 +170,23 @@ class ReaderSession:
             self._attach(name)
         self._live().flow(self._window.restart(self._buffered()))
 
+    def _fresh_name(self) -> str:
+        return fresh_name(self.subscription_prefix)
+
     def _attach(self, name: str) -> None:
         start, _ = self._resume_point()
-        consumer = ReaderConsumer.subscribe(self.lookup, self.topic, name, start, self.schema)
+        consumer = ReaderConsumer.subscribe(
+            self.lookup, self.topic, name, start, self.schema, self.read_compacted
+        )
+        caps = consumer.conn.capabilities
+        if self.read_compacted and caps.kind is BrokerKind.LITE:
+            consumer.close()  # it would read every message: refused rather than ignored
+            msg = (
+                f"read_compacted: {caps.server_version or 'pulsar-lite'} has no topic "
+                f"compaction, so {self.topic} cannot be read compacted; read without it "
+                "(every message), or from Apache Pulsar"
+            )
+            raise ClientError(msg)
         self._consumer, self._inbox = consumer, consumer.inbox
 
     def _reconnect(self, reason: str) -> None:
@@ -320,7 +340,3 @@ def last_message_id(
     """The id of the last message of ``topic`` (one partition); None when it is empty."""
     session = ReaderSession(lookup, topic, start=Bound(LATEST), operation_timeout=operation_timeout)
     return session.last_message_id()
-
-
-def _fresh_name() -> str:
-    return f"reader-{uuid.uuid4().hex[:10]}"

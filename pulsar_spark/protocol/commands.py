@@ -161,10 +161,13 @@ def subscribe(
     start_message_id: MessageId | None = None,
     consumer_name: str | None = None,
     schema: SchemaInfo | None = None,
+    read_compacted: bool = False,
 ) -> pb.BaseCommand:
     """SUBSCRIBE, Exclusive; ``earliest`` picks the initial position of a new
     subscription; ``start_message_id`` (entry level) places a non-durable one;
-    ``schema`` is checked by the broker against the topic's."""
+    ``schema`` is checked by the broker against the topic's; ``read_compacted``
+    reads the topic's compacted view up to its compaction horizon (Apache Pulsar
+    allows it on Exclusive and Failover subscriptions of persistent topics)."""
     command = pb.CommandSubscribe(
         topic=topic,
         subscription=subscription,
@@ -178,6 +181,8 @@ def subscribe(
         command.start_message_id.CopyFrom(start_message_id.to_pb(with_batch_index=False))
     if consumer_name is not None:
         command.consumer_name = consumer_name
+    if read_compacted:
+        command.read_compacted = True
     if _carries(schema):
         command.schema.CopyFrom(schema.to_pb())
     return T(type=T.SUBSCRIBE, subscribe=command)

@@ -181,4 +181,6 @@ def _settings(
         "keepalive_interval": float(options.keepalive_interval),
         "listener_name": options.listener_name,
         "read_buffer_bytes": options.read_buffer_bytes,
+        "subscription_prefix": options.subscription_prefix,
+        "read_compacted": options.read_compacted,
     }

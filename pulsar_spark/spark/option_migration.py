@@ -95,20 +95,9 @@ _TODO_MIN = (
     "is not offered yet: a micro-batch here never waits for a minimum; remove it (and "
     "maxTriggerDelay), or use a processing-time trigger interval"
 )
-_PREFIX = (
-    "has no effect yet: this connector's subscriptions are non-durable readers named "
-    "reader-<hex> (nothing stays on the broker), so a namespace with "
-    "subscriptionAuthMode=Prefix refuses them; a durable subscription of your own name "
-    "is subscriptionName (streams)"
-)
 _WAIT = (
     "is not offered: this connector does not wait for topics to appear; create the "
     "topics before the query starts (pulsar-admin topics create), or remove this option"
-)
-_COMPACTED = (
-    "=true is not offered yet: reads see every message of the topic, not its compacted "
-    "view; remove it, or keep the latest value per key in Spark (e.g. max_by over "
-    "publishTime grouped by key)"
 )
 
 # fmt: off
@@ -145,7 +134,11 @@ FOREIGN: tuple[Foreign, ...] = (
             "same for streams: a durable subscription of that name, moved to each "
             "committed micro-batch's end and never deleted (batch reads leave nothing on "
             "the broker and refuse it)", "subscriptionName", example="my-sub"),
-    Foreign("subscriptionPrefix", BOTH, Kind.IGNORED, _PREFIX, example="team-a"),
+    Foreign("subscriptionPrefix", BOTH, Kind.ALIAS,
+            "same: every subscription the connector makes (non-durable readers, nothing "
+            "stays on the broker) is named `<prefix>-reader-<hex>`, so a namespace with "
+            "`subscriptionAuthMode=Prefix` accepts them when the prefix is the role",
+            "subscriptionPrefix", example="team-a"),
     Foreign("maxBytesPerTrigger", BOTH, Kind.REFUSED, _TODO_BYTES, example="1048576"),
     Foreign("waitingForNonExistedTopic", SN, Kind.BY_VALUE,
             "`false`: accepted (our behaviour); `true`: error, " + _WAIT,
@@ -166,9 +159,10 @@ FOREIGN: tuple[Foreign, ...] = (
             "pulsar.client.tlsTrustStorePath", example="/tmp/trust.p12"),
     Foreign("pulsarClientTlsTrustStorePassword", DB, Kind.ALIAS, "same (`read_pulsar`)",
             "pulsar.client.tlsTrustStorePassword", example="secret"),
-    Foreign("readCompacted", SN, Kind.BY_VALUE,
-            "`false`: accepted (our behaviour); `true`: error, readCompacted" + _COMPACTED,
-            decide=_only_false("readCompacted" + _COMPACTED)),
+    Foreign("readCompacted", SN, Kind.ALIAS,
+            "same (batch and stream reads of the compacted view: the latest message per "
+            "key up to the compaction horizon, then every message)", "readCompacted",
+            example="true"),
     Foreign("maxOffsetsPerTrigger", KAFKA, Kind.ALIAS, "same (messages per micro-batch)",
             "maxRecordsPerTrigger", example="1000"),
     Foreign("minOffsetsPerTrigger", KAFKA, Kind.REFUSED, _TODO_MIN, example="1000"),

@@ -17,7 +17,7 @@ pyspark.
 from __future__ import annotations
 
 from .errors import PulsarOptionError
-from .option_migration import _COMPACTED, Foreign, Kind, _only_false
+from .option_migration import Foreign, Kind
 
 __all__ = ["JAVA_FIELDS", "PREFIXES", "lookup", "unknown_key"]
 
@@ -103,10 +103,6 @@ JAVA_FIELDS: tuple[Foreign, ...] = (
              "is not taken: readers here are non-durable and named by the connector; a "
              "durable subscription of your own name is the subscriptionName option "
              "(streams)"),
-    _ignored(_R + "subscriptionRolePrefix",
-             "has no effect yet: see subscriptionPrefix (readers are named reader-<hex>)"),
-    Foreign(_R + "readCompacted", J, Kind.BY_VALUE, "as readCompacted",
-            decide=_only_false("readCompacted" + _COMPACTED)),
     _refused(_R + "keyHashRanges", "is not offered: every task reads whole partitions"),
     _refused(_R + "cryptoKeyReader", "is not taken: give privateKey"),
     _ignored(_R + "readerName", "has no effect here: readers are named by the connector"),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from . import option_crypto as crypto
 from . import option_keystore as ks
+from . import option_reading as rd
 from . import option_schema as sch
 from . import option_values as v
 from .errors import PulsarOptionError
@@ -139,6 +140,15 @@ OPTIONS: tuple[Option, ...] = (
            "subscription_name", None,
            "a durable subscription moved to each committed micro-batch's end (the broker's "
            "backlog shows the query's progress); none by default"),
+    Option("subscriptionPrefix", ("pulsar.reader.subscriptionRolePrefix",), READ,
+           rd.subscription_prefix, "subscription_prefix", None,
+           "every subscription the connector makes is named `<prefix>-reader-<hex>` "
+           "(`reader-<hex>` without it): give the role's name where the namespace has "
+           "`subscriptionAuthMode=Prefix`"),
+    Option("readCompacted", ("pulsar.reader.readCompacted",), READ, v.boolean,
+           "read_compacted", "false",
+           "read the compacted view of the topics (Apache Pulsar): up to the compaction "
+           "horizon only the latest message of each key, then every message after it"),
     Option("schemaMode", (), ALL, sch.schema_mode, "schema_mode", "auto",
            "`auto`: reads decode `value` (and a KEY_VALUE topic's `key`) with the topic's "
            "schema at planning time or the one given (`avroSchema`, `jsonSchema`, "

@@ -126,6 +126,8 @@ class PulsarOptions:
     key_store_type: str
     key_store_path: str | None
     key_store_password: Secret | None
+    subscription_prefix: str | None
+    read_compacted: bool
 
     def check_scope(self, scope: Scope) -> None:
         """Raise for an option given that applies nowhere in ``scope`` (the flags of what
