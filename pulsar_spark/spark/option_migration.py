@@ -87,14 +87,6 @@ _NO_ADMIN = (
     "has no effect here: the connector needs no admin API (partitions, topics, last "
     "message ids and publish times all come over the binary protocol)"
 )
-_TODO_BYTES = (
-    "is not offered yet (a byte limit per micro-batch is planned); limit micro-batches "
-    "with maxRecordsPerTrigger (rows) instead"
-)
-_TODO_MIN = (
-    "is not offered yet: a micro-batch here never waits for a minimum; remove it (and "
-    "maxTriggerDelay), or use a processing-time trigger interval"
-)
 _WAIT = (
     "is not offered: this connector does not wait for topics to appear; create the "
     "topics before the query starts (pulsar-admin topics create), or remove this option"
@@ -139,7 +131,9 @@ FOREIGN: tuple[Foreign, ...] = (
             "stays on the broker) is named `<prefix>-reader-<hex>`, so a namespace with "
             "`subscriptionAuthMode=Prefix` accepts them when the prefix is the role",
             "subscriptionPrefix", example="team-a"),
-    Foreign("maxBytesPerTrigger", BOTH, Kind.REFUSED, _TODO_BYTES, example="1048576"),
+    Foreign("maxBytesPerTrigger", BOTH, Kind.ALIAS,
+            "same (bytes of payload per micro-batch, shared fairly by the partitions; at "
+            "least one message each micro-batch)", "maxBytesPerTrigger", example="1048576"),
     Foreign("waitingForNonExistedTopic", SN, Kind.BY_VALUE,
             "`false`: accepted (our behaviour); `true`: error, " + _WAIT,
             decide=_only_false(_WAIT)),
@@ -165,9 +159,12 @@ FOREIGN: tuple[Foreign, ...] = (
             example="true"),
     Foreign("maxOffsetsPerTrigger", KAFKA, Kind.ALIAS, "same (messages per micro-batch)",
             "maxRecordsPerTrigger", example="1000"),
-    Foreign("minOffsetsPerTrigger", KAFKA, Kind.REFUSED, _TODO_MIN, example="1000"),
-    Foreign("minRecordsPerTrigger", KAFKA, Kind.REFUSED, _TODO_MIN, example="1000"),
-    Foreign("maxTriggerDelay", KAFKA, Kind.REFUSED, _TODO_MIN, example="15m"),
+    Foreign("minOffsetsPerTrigger", KAFKA, Kind.ALIAS,
+            "same (messages a micro-batch waits for, up to maxTriggerDelay; ignored by "
+            "Trigger.AvailableNow)", "minRecordsPerTrigger", example="1000"),
+    Foreign("maxTriggerDelay", KAFKA, Kind.ALIAS,
+            "same (Spark's durations, default 15m; needs minOffsetsPerTrigger)",
+            "maxTriggerDelay", example="15m"),
     Foreign("startingTimestamp", KAFKA, Kind.ALIAS, "same (publish time)", "startingTime",
             example="1700000000000"),
     Foreign("endingTimestamp", KAFKA, Kind.ALIAS, "same (publish time)", "endingTime",

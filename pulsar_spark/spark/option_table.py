@@ -27,6 +27,7 @@ from . import option_crypto as crypto
 from . import option_keystore as ks
 from . import option_reading as rd
 from . import option_schema as sch
+from . import option_trigger as trig
 from . import option_values as v
 from .errors import PulsarOptionError
 from .option_auth import auth_plugin
@@ -136,6 +137,19 @@ OPTIONS: tuple[Option, ...] = (
     Option("maxRecordsPerTrigger", ("maxOffsetsPerTrigger",), STREAM_READ, v.positive,
            "max_records_per_trigger", None,
            "rows per micro-batch at most, shared fairly by the partitions (Spark 4.2+)"),
+    Option("maxBytesPerTrigger", (), STREAM_READ, v.positive, "max_bytes_per_trigger", None,
+           "bytes of message payload (decompressed, as `value` holds it) per micro-batch at "
+           "most, shared fairly by the partitions; a micro-batch takes at least one message, "
+           "even one larger than this (Spark 4.2+)"),
+    Option("minRecordsPerTrigger", ("minOffsetsPerTrigger",), STREAM_READ, v.positive,
+           "min_records_per_trigger", None,
+           "a micro-batch waits until this many messages are there, or `maxTriggerDelay` "
+           "passed since the last micro-batch; ignored by `Trigger.AvailableNow` and "
+           "`Trigger.Once` (Spark 4.2+)"),
+    Option("maxTriggerDelay", (), STREAM_READ, trig.duration_ms, "max_trigger_delay_ms",
+           trig.DEFAULT_MAX_TRIGGER_DELAY,
+           "longest wait for `minRecordsPerTrigger` (Spark's durations: `30s`, `15m`, "
+           "`500ms`; a bare number is milliseconds)"),
     Option("subscriptionName", ("predefinedSubscription",), STREAM_READ, v.subscription,
            "subscription_name", None,
            "a durable subscription moved to each committed micro-batch's end (the broker's "

@@ -94,6 +94,9 @@ class PulsarOptions:
     record_namespace: str | None
     key_value_encoding: KeyValueEncoding | None
     max_records_per_trigger: int | None
+    max_bytes_per_trigger: int | None
+    min_records_per_trigger: int | None
+    max_trigger_delay_ms: int
     subscription_name: str | None
     receiver_queue_size: int
     read_buffer_bytes: int

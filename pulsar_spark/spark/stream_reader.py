@@ -19,18 +19,20 @@ a micro-batch whose start entry is gone, unless the entry planning saw after
 it, in a later ledger, is still there (retention removed the start's ledger
 only: the micro-batch reads from that entry).
 
-Admission control (Spark 4.2+): ``maxRecordsPerTrigger`` bounds the rows of a
-micro-batch. The driver counts messages ahead of each partition's start and
-spreads the budget fairly: each partition with data gets an equal share,
-and what a partition cannot use goes to the others. ``Trigger.AvailableNow``
-reads up to the latest positions of the moment it starts.
+Admission control (Spark 4.2+, :mod:`~pulsar_spark.spark.stream_admission`):
+``maxRecordsPerTrigger`` and ``maxBytesPerTrigger`` bound a micro-batch, shared
+fairly by the partitions; ``minRecordsPerTrigger`` with ``maxTriggerDelay``
+holds a trigger until enough messages are there. ``Trigger.AvailableNow``
+reads up to the latest positions of the moment it starts. Lag (messages behind
+the latest positions, :mod:`~pulsar_spark.spark.stream_lag`) goes to
+``StreamingQueryProgress`` through ``reportLatestOffset()`` and to the log.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -41,9 +43,9 @@ from ..client import PulsarClient
 from ..client.last_ids import LastIds
 from ..client.names import parse_topic
 from ..client.reader_session import first_entry
+from ..client.sized_scan import SizedRef, scan_sizes
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
-from .compat import require_spark, spark_version
 from .connect import open_client
 from .errors import CheckpointOffsetError
 from .options import PulsarOptions
@@ -51,6 +53,16 @@ from .ranges import PartitionRange, plan_ranges, range_lost, read_positions, res
 from .read_schema import ReadSchema, check_unplanned
 from .reader import typed_batches
 from .spark_types import arrow_for
+from .stream_admission import (
+    ADMISSION_CONTROL,
+    MinimumGate,
+    ReadAllAvailable,
+    ReadLimit,
+    SupportsTriggerAvailableNow,
+    TriggerLimits,
+    admit,
+)
+from .stream_lag import Backlog, Behind, lag_report, log_lag
 from .stream_loss import check_start, lost
 from .stream_offsets import (
     EARLIEST,
@@ -59,7 +71,6 @@ from .stream_offsets import (
     dump_offsets,
     order_key,
     parse_offsets,
-    reaches,
 )
 
 __all__ = ["PulsarStreamPartition", "PulsarStreamReader"]
@@ -68,21 +79,6 @@ log = logging.getLogger(__name__)
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS = 50_000
-
-# Admission control and Trigger.AvailableNow for Python sources came with Spark 4.2.
-ADMISSION_CONTROL = spark_version() >= (4, 2)
-if ADMISSION_CONTROL:
-    from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable,
-        ReadLimit,
-        ReadMaxRows,
-        SupportsTriggerAvailableNow,
-    )
-else:  # pragma: no cover - exercised on Spark 4.0/4.1 only
-    ReadAllAvailable = ReadLimit = ReadMaxRows = None  # type: ignore[assignment,misc]
-
-    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
-        """Stand-in: Spark before 4.2 has no Trigger.AvailableNow for Python sources."""
 
 
 @dataclass(frozen=True)
@@ -111,16 +107,17 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_ids: LastIds | None = None
         #: Latest positions found by the last latestOffset(), for progress reports.
         self._latest: Offsets | None = None
+        #: What reportLatestOffset() gives: the latest positions and the lag.
+        self._report: dict[str, object] | None = None
         #: Trigger.AvailableNow: the positions to stop at.
         self._target: Offsets | None = None
-        if options.max_records_per_trigger is not None:
-            # Older Sparks never tell a Python source where a micro-batch starts after a
-            # restart, so the limit cannot be kept: refused rather than ignored.
-            require_spark(
-                "pulsar option 'maxRecordsPerTrigger' (admission control for "
-                "Python streaming sources)",
-                (4, 2),
-            )
+        self.limits = TriggerLimits.of(options)
+        self._gate = (
+            None
+            if self.limits.min_rows is None
+            else MinimumGate(self.limits.min_rows, self.limits.max_delay_ms)
+        )
+        self.backlog = Backlog(self._scan_ids)
 
     # -- the driver's client ---------------------------------------------------------
 
@@ -214,13 +211,12 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self._latest_positions({})
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        rows = self.options.max_records_per_trigger
-        if rows is None:
-            return ReadAllAvailable()
-        return ReadMaxRows(rows)
+        return self.limits.read_limit()
 
-    def reportLatestOffset(self) -> dict[str, str] | None:
-        return None if self._latest is None else dump_offsets(self._latest)
+    def reportLatestOffset(self) -> dict[str, object] | None:
+        """The latest positions per partition and, under ``lag``, the messages behind
+        them (:func:`~.stream_lag.lag_report`): Spark only shows it in progress reports."""
+        return self._report
 
     def _latest_offset(self, start: Offsets, limit: object) -> dict[str, str]:
         if self._target is not None:
@@ -230,10 +226,19 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             latest = self._latest_positions(start)
             self._latest = latest
-        self._log_lag(start, latest)
-        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            latest = self._admit(start, latest, limit.max_rows)
-        return dump_offsets(latest)
+        here = {topic: start.get(topic, EARLIEST) for topic in latest}
+        ends, taken = latest, None
+        # Spark passes ReadAllAvailable for Trigger.Once (4.0/4.1 pass no limit at all).
+        if limit is not None and not isinstance(limit, ReadAllAvailable):
+            if self._gate is not None and self._target is None and self._hold(here, latest):
+                self._report_lag(here, here, latest, None)
+                return dump_offsets(start)  # as given: Spark sees no new data
+            if self.limits.bounded:
+                ends, taken = admit(
+                    self._scan_sizes, start, latest, self.limits.max_rows, self.limits.max_bytes
+                )
+        self._report_lag(here, ends, latest, taken)
+        return dump_offsets(ends)
 
     if ADMISSION_CONTROL:
 
@@ -245,57 +250,47 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def latestOffset(self) -> dict[str, str]:  # type: ignore[misc]
             return self._latest_offset(self._latest or {}, None)
 
-    def _log_lag(self, start: Offsets, latest: Offsets) -> None:
-        behind = {}
+    # -- admission control and lag (stream_admission, stream_lag) ----------------------
+
+    def _hold(self, here: Offsets, latest: Offsets) -> bool:
+        """Whether minRecordsPerTrigger holds this trigger (see MinimumGate)."""
+        assert self._gate is not None
+        available = sum(
+            self.backlog.behind(topic, here[topic], there).messages
+            for topic, there in latest.items()
+        )
+        return self._gate.hold(available)
+
+    def _report_lag(
+        self, here: Offsets, ends: Offsets, latest: Offsets, taken: dict[str, int] | None
+    ) -> None:
+        """Messages between ``ends`` and ``latest``, for reportLatestOffset and the log."""
+        backlog = self.backlog
+        backlog.forget(latest)
+        behind: dict[str, Behind] = {}
         for topic, there in latest.items():
-            here = start.get(topic, EARLIEST)
-            if (
-                here.message_id is not None
-                and there.message_id is not None
-                and (here.message_id.ledger == there.message_id.ledger)
-            ):
-                behind[topic] = there.message_id.entry - here.message_id.entry
-        if behind:
-            log.info("pulsar stream: entries behind latest per partition: %s", behind)
+            if taken is not None:
+                backlog.moved(topic, here[topic], ends[topic], taken[topic])
+            behind[topic] = backlog.behind(topic, ends[topic], there)
+        report = lag_report(behind)
+        self._report = {**dump_offsets(latest), "lag": report}
+        if any(ends[topic] != here[topic] for topic in ends):  # once per micro-batch
+            log_lag(report, here, ends)
 
-    # -- admission control -------------------------------------------------------------
-
-    def _admit(self, start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
-        """End positions with at most ``max_rows`` rows in all, shared fairly."""
-        ends = {topic: start.get(topic, EARLIEST) for topic in latest}
-        open_ = [t for t in sorted(latest) if latest[t] != ends[t]]
-        budget = max_rows
-        while budget > 0 and open_:
-            share = max(budget // len(open_), 1)
-            still = []
-            for topic in open_:
-                if budget <= 0:
-                    break
-                rows, position, exhausted = self._count_ahead(
-                    topic, ends[topic], latest[topic], min(share, budget)
-                )
-                budget -= rows
-                ends[topic] = position
-                if not exhausted:
-                    still.append(topic)
-            open_ = still
-        return ends
-
-    def _count_ahead(
-        self, topic: str, start: Position, end: Position, rows: int
-    ) -> tuple[int, Position, bool]:
-        """Rows from ``start`` towards ``end``, at most ``rows``: (count, position after
-        the last one, whether ``end`` was reached). Message ids only: no rows are built.
-        The ids come as messages complete: a chunked message (its first chunk's id)
-        after those stored between its chunks, so the greatest id is the last one."""
+    def _scan_sizes(
+        self, topic: str, start: Position, end: Position, limit: int | None
+    ) -> Generator[SizedRef, None, None]:
         window = self.options.receiver_queue_size
-        scan = self.client.scan_ids(topic, start, end, limit=rows, receiver_queue_size=window)
+        return scan_sizes(self.client, topic, start, end, limit, receiver_queue_size=window)
+
+    def _scan_ids(
+        self, topic: str, start: Position, end: Position, limit: int
+    ) -> Generator[MessageId, None, None]:
+        window = self.options.receiver_queue_size
+        scan = self.client.scan_ids(topic, start, end, limit=limit, receiver_queue_size=window)
         with contextlib.closing(scan) as refs:
-            ids = [ref.message_id for ref in refs]
-        if len(ids) < rows:
-            return len(ids), end, True
-        last = max(ids, key=lambda mid: (mid.ledger, mid.entry, mid.batch_index))
-        return rows, Position.after(last), reaches(last, end)
+            for ref in refs:
+                yield ref.message_id
 
     # -- planning and reading --------------------------------------------------------------
 
