@@ -1,0 +1,119 @@
+"""``readCompacted``: batch and stream reads of a topic's compacted view on Apache Pulsar
+after a compaction triggered through the admin API (the latest value per key up to the
+compaction horizon, then every message after it); every message without the option;
+refused on pulsar-lite, which has no compaction; bad values name the option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pulsar_spark.spark.compat import spark_version
+from pulsar_spark.spark.connect import open_client
+from pulsar_spark.spark.options import PulsarOptionError, parse_options
+from tests.client.test_compacted_reads import compact
+from tests.support.official import produce
+
+URL = "pulsar://localhost:6650"
+
+
+def test_the_option_and_its_java_spelling_reach_the_client() -> None:
+    for key in ("readCompacted", "pulsar.reader.readCompacted", "READCOMPACTED"):
+        parsed = parse_options({"service.url": URL, "topic": "t", key: "true"})
+        assert parsed.read_compacted is True
+        with open_client(parsed) as client:
+            assert client.config.read_compacted is True
+    assert parse_options({"service.url": URL, "topic": "t"}).read_compacted is False
+    with pytest.raises(PulsarOptionError) as info:
+        parse_options({"service.url": URL, "topic": "t", "readCompacted": "yes please"})
+    assert info.value.option == "readCompacted"
+
+
+def _history() -> list:
+    """Four keys, three values each, interleaved, and a keyless message: compaction
+    keeps each key's last value and drops the keyless one."""
+    out: list = [{"key": f"k{k}", "value": f"k{k}-v{r}"} for r in range(3) for k in range(4)]
+    return [*out, b"no-key"]
+
+
+AFTER = [{"key": "k0", "value": "k0-after"}, {"key": "k7", "value": "k7-after"}, b"no-key-after"]
+COMPACTED = [*(f"k{k}-v2" for k in range(4)), "k0-after", "k7-after", "no-key-after"]
+
+
+@pytest.fixture
+def compacted_topic(apache_pulsar, topic_name) -> str:
+    url = apache_pulsar.service_url
+    produce(url, topic_name, _history(), batching=True, batching_max_messages=5)
+    compact(apache_pulsar.admin, topic_name)
+    produce(url, topic_name, AFTER, batching=False)
+    return topic_name
+
+
+def _values(df) -> list[str]:
+    return [r.value for r in df.selectExpr("cast(value as string) value").collect()]
+
+
+def test_batch_reads_of_the_compacted_view(spark, apache_pulsar, compacted_topic) -> None:
+    options = {"service.url": apache_pulsar.service_url, "topic": compacted_topic}
+    compacted = spark.read.format("pulsar").options(**options, readCompacted="true").load()
+    assert sorted(_values(compacted)) == sorted(COMPACTED)
+    # In topic order: each key's latest, then what came after the horizon.
+    ordered = compacted.selectExpr("cast(value as string) value", "publishTime").collect()
+    assert [r.value for r in sorted(ordered, key=lambda r: r.publishTime)][-3:] == COMPACTED[-3:]
+    everything = spark.read.format("pulsar").options(**options).load()
+    assert len(_values(everything)) == len(_history()) + len(AFTER)
+
+
+def _stream(spark, options: dict[str, str], checkpoint: Path, **extra: str) -> list[list[str]]:
+    batches: list[list[str]] = []
+
+    def collect(frame, batch_id: int) -> None:
+        batches.append(_values(frame))
+
+    query = (
+        spark.readStream.format("pulsar")
+        .options(**options, **extra)
+        .load()
+        .writeStream.option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .foreachBatch(collect)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert not query.isActive, "the query did not finish in time"
+    if query.exception() is not None:
+        raise query.exception()
+    return [b for b in batches if b]
+
+
+def test_streams_of_the_compacted_view(spark, apache_pulsar, compacted_topic, tmp_path) -> None:
+    url = apache_pulsar.service_url
+    options = {
+        "service.url": url,
+        "topic": compacted_topic,
+        "startingOffsets": "earliest",
+        "readCompacted": "true",
+    }
+    batches = _stream(spark, options, tmp_path / "one")
+    assert sorted(v for b in batches for v in b) == sorted(COMPACTED)
+    # Messages produced later come on the next run, from the checkpoint: once each.
+    produce(url, compacted_topic, [{"key": "k1", "value": "k1-later"}], batching=False)
+    later = _stream(spark, options, tmp_path / "one")
+    assert [v for b in later for v in b] == ["k1-later"]
+    if spark_version() >= (4, 2):  # admission control counts what a compacted read returns
+        small = _stream(spark, options, tmp_path / "two", maxRecordsPerTrigger="3")
+        assert sorted(v for b in small for v in b) == sorted([*COMPACTED, "k1-later"])
+        assert all(len(b) <= 3 for b in small) and len(small) == 3
+    plain = {k: v for k, v in options.items() if k != "readCompacted"}
+    everything = _stream(spark, plain, tmp_path / "all")
+    assert sum(len(b) for b in everything) == len(_history()) + len(AFTER) + 1
+
+
+def test_pulsar_lite_refuses_compacted_reads(spark, pulsar_lite, topic_name) -> None:
+    produce(pulsar_lite.service_url, topic_name, [{"key": "k", "value": "v"}] * 3)
+    options = {"service.url": pulsar_lite.service_url, "topic": topic_name}
+    df = spark.read.format("pulsar").options(**options, readCompacted="true").load()
+    with pytest.raises(Exception, match="no topic compaction") as info:
+        df.count()
+    assert topic_name in str(info.value)
