@@ -45,9 +45,8 @@ def write_ours(url: str, topic: str, table: pa.Table) -> None:
         crypto = {}
         if keys is not None:
             crypto = {"encryption_keys": "bench.key", "public_key": Path(keys["pub"]).as_uri()}
-        producer = client.create_producer(
-            topic, compression="lz4", max_pending_messages=10_000, **crypto
-        )
+        # Our defaults: batches of up to 10,000 messages / 1 MiB, 100,000 messages in flight.
+        producer = client.create_producer(topic, compression="lz4", **crypto)
         producer.send_batch(table)
         producer.flush()
         producer.close()

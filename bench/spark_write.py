@@ -68,7 +68,7 @@ class CountingDataSource(DataSource):
 
 def write_client(url: str, topic: str, table: pa.Table) -> int:
     with PulsarClient(url) as client:
-        producer = client.create_producer(topic, compression="lz4", max_pending_messages=10_000)
+        producer = client.create_producer(topic, compression="lz4")  # our default batches
         producer.send_batch(table)
         producer.flush()
         producer.close()

@@ -198,16 +198,12 @@ def _as_fixed(piece: Piece) -> Piece:
     return fixed(np.asarray(piece.data).reshape(piece.rows, width))
 
 
-def _header(pieces: list[Piece], n: int) -> Piece:
-    """``smm_size`` then the metadata fields, per row."""
+def _sized(fields: list[Piece], n: int) -> list[Piece]:
+    """``smm_size`` then the metadata fields, each field as a matrix where it can be."""
     smm = np.zeros(n, np.int64)
-    for piece in pieces:
+    for piece in fields:
         smm += piece.lens
-    sizes = fixed(smm.astype(">u4").view(np.uint8).reshape(n, 4))
-    parts = [sizes, *(_as_fixed(p) for p in pieces)]
-    if all(p.matrix is not None and p.width == p.matrix.shape[1] for p in parts):
-        return fixed(np.hstack([p.matrix for p in parts]))  # type: ignore[misc]
-    return join(parts, n)
+    return [fixed(smm.astype(">u4").view(np.uint8).reshape(n, 4)), *map(_as_fixed, fields)]
 
 
 def item_block(table: pa.Table | pa.RecordBatch, seqs: Int64s) -> ItemBlock:
@@ -245,31 +241,47 @@ def item_block(table: pa.Table | pa.RecordBatch, seqs: Int64s) -> ItemBlock:
     fields += [constant(n, b"\x40"), _varint(seqs)]
     if tombstones is not None and tombstones.any():
         fields.append(expand(constant(int(tombstones.sum()), b"\x48\x01"), tombstones))
-    return _assemble(_header(fields, n), value, n)
+    return _assemble(_sized(fields, n), value, n)
 
 
-def _assemble(header: Piece, value: Piece, n: int) -> ItemBlock:
-    """Each row's header then its value, rows one after another."""
+def _assemble(pieces: list[Piece], value: Piece, n: int) -> ItemBlock:
+    """Each row's header pieces then its value, rows one after another."""
+    lens = value.lens.copy()
+    for piece in pieces:
+        lens += piece.lens
     starts = np.zeros(n + 1, np.int64)
-    np.cumsum(header.lens + value.lens, out=starts[1:])
+    np.cumsum(lens, out=starts[1:])
     if not n:
         return ItemBlock(np.zeros(0, np.uint8), starts)
-    # Runs of rows whose header and value lengths do not change.
-    shape = np.flatnonzero((np.diff(header.lens) != 0) | (np.diff(value.lens) != 0)) + 1
-    if len(shape) > max(8, n * _RUNS_PER_ROW):
-        both = join([header, value], n)
-        return ItemBlock(np.asarray(both.data), starts)
+    if all(p.matrix is not None for p in pieces):
+        # Runs of rows where no piece changes length: each a matrix.
+        change = np.zeros(n - 1, np.bool_)
+        for piece in [*pieces, value]:
+            if piece.width is None:
+                change |= piece.lens[1:] != piece.lens[:-1]
+        shape = np.flatnonzero(change) + 1
+        if len(shape) <= max(8, n * _RUNS_PER_ROW):
+            return ItemBlock(_runs(pieces, value, starts, [0, *shape.tolist(), n]), starts)
+    both = join([join(pieces, n), value], n)
+    return ItemBlock(np.asarray(both.data), starts)
+
+
+def _runs(pieces: list[Piece], value: Piece, starts: Int64s, bounds: list[int]) -> Bytes:
+    """The items of rows laid out alike between each two ``bounds``: piece after piece
+    into the columns of a matrix of the run's rows, then the values."""
     data = np.empty(int(starts[-1]), np.uint8)
-    heads, values = np.asarray(header.data), np.asarray(value.data)
-    head_at = np.zeros(n + 1, np.int64)
-    np.cumsum(header.lens, out=head_at[1:])
-    value_at = starts[:-1] - head_at[:-1]  # where each row's value starts in ``values``
-    bounds = [0, *shape.tolist(), n]
+    values = np.asarray(value.data)
+    value_at = np.zeros(len(value.lens) + 1, np.int64)
+    np.cumsum(value.lens, out=value_at[1:])
     for a, b in itertools.pairwise(bounds):
-        width, length = int(header.lens[a]), int(value.lens[a])
-        rows = data[starts[a] : starts[b]].reshape(b - a, width + length)
-        rows[:, :width] = heads[head_at[a] : head_at[b]].reshape(b - a, width)
-        if length:
+        rows = data[starts[a] : starts[b]].reshape(b - a, -1)
+        at = 0
+        for piece in pieces:
+            width = int(piece.lens[a])
+            if width:
+                rows[:, at : at + width] = piece.matrix[a:b, :width]  # type: ignore[index]
+                at += width
+        if at < rows.shape[1]:
             first = int(value_at[a])
-            rows[:, width:] = values[first : first + (b - a) * length].reshape(b - a, length)
-    return ItemBlock(data, starts)
+            rows[:, at:] = values[first : int(value_at[b])].reshape(b - a, -1)
+    return data
