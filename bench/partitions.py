@@ -17,7 +17,9 @@ messages of 100 bytes are written to each partition. Spark runs ``local[2]``.
 Both are measured, in the same run and the same session, for a trivial Python
 streaming source with as many partitions and rows (each partition yields its
 rows from memory; its offset is one counter): the floor Spark itself sets.
-A warm-up query starts the Python workers first. Targets (issue 15):
+Warm-up queries first start the Python workers and run the pulsar source once
+(2 partitions), so that the first counts measure partitions, not the workers'
+first import of the connector (``--cold``: no pulsar warm-up). Targets (issue 15):
 ``latestOffset`` at most 100 ms at 256 partitions and 300 ms at 1,024; the
 first micro-batch within 1.5x of the trivial source's.
 """
@@ -25,10 +27,12 @@ first micro-batch within 1.5x of the trivial source's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -142,35 +146,52 @@ def fill(url: str, partitions: int, messages: int) -> None:
         producer.flush()
 
 
+@contextlib.contextmanager
+def lite(partitions: int, messages: int) -> Iterator[str]:
+    """A pulsar-lite whose topics have ``partitions`` partitions, ``TOPIC`` filled."""
+    broker = PulsarLite(Path(tempfile.mkdtemp(prefix="bench-partitions-")), name="bench",
+                        default_partitions=partitions)  # fmt: skip
+    broker.start()
+    try:
+        fill(broker.service_url, partitions, messages)
+        yield broker.service_url
+    finally:
+        broker.close()
+
+
+def pulsar_stream(spark, url: str):  # type: ignore[no-untyped-def]
+    return (
+        spark.readStream.format("pulsar")
+        .option("service.url", url)
+        .option("topic", TOPIC)
+        .option("startingOffsets", "earliest")
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", default="16,256,1024")
     parser.add_argument("--messages", type=int, default=20, help="messages per partition")
     parser.add_argument("--triggers", type=int, default=10, help="idle triggers timed")
+    parser.add_argument(
+        "--cold", action="store_true",
+        help="no pulsar warm-up: the first count pays for the workers' first pulsar query",
+    )  # fmt: skip
     args = parser.parse_args()
     spark = spark_session("pulsar-spark-bench-partitions", 2, TrivialSource)
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")
     try:
         trivial = spark.readStream.format("trivial-partitions").option("rows", 10)
         measure(spark, trivial.option("partitions", 2), 20, 2)  # warm-up: Python workers
+        if not args.cold:  # and the pulsar source's first query (its workers' imports)
+            with lite(2, 10) as url:
+                measure(spark, pulsar_stream(spark, url), 20, 2)
         for count in (int(n) for n in args.partitions.split(",")):
             rows = count * args.messages
             trivial = spark.readStream.format("trivial-partitions").option("rows", args.messages)
             floor = measure(spark, trivial.option("partitions", count), rows, args.triggers)
-            root = Path(tempfile.mkdtemp(prefix="bench-partitions-"))
-            broker = PulsarLite(root, name="bench", default_partitions=count)
-            broker.start()
-            try:
-                fill(broker.service_url, count, args.messages)
-                pulsar = (
-                    spark.readStream.format("pulsar")
-                    .option("service.url", broker.service_url)
-                    .option("topic", TOPIC)
-                    .option("startingOffsets", "earliest")
-                )
-                got = measure(spark, pulsar, rows, args.triggers)
-            finally:
-                broker.close()
+            with lite(count, args.messages) as url:
+                got = measure(spark, pulsar_stream(spark, url), rows, args.triggers)
             print(
                 f"{count:5d} partitions x {args.messages} msgs: idle latestOffset median "
                 f"{got['latest_median']:.0f} ms (max {got['latest_max']:.0f}; trivial "
