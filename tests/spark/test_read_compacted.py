@@ -5,6 +5,7 @@ refused on pulsar-lite, which has no compaction; bad values name the option."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,37 @@ def test_streams_of_the_compacted_view(spark, apache_pulsar, compacted_topic, tm
     plain = {k: v for k, v in options.items() if k != "readCompacted"}
     everything = _stream(spark, plain, tmp_path / "all")
     assert sum(len(b) for b in everything) == len(_history()) + len(AFTER) + 1
+
+
+def test_a_compaction_between_triggers_is_no_data_loss(
+    spark, apache_pulsar, topic_name, tmp_path
+) -> None:
+    """The stream's position is a value a later compaction removed, in a ledger trimmed
+    since: the next trigger goes on from the compacted view (failOnDataLoss=true)."""
+    url, admin = apache_pulsar.service_url, apache_pulsar.admin
+    ids = produce(url, topic_name, _history()[:-1], batching=False)
+    options = {
+        "service.url": url,
+        "topic": topic_name,
+        "startingOffsets": "earliest",
+        "readCompacted": "true",
+        "failOnDataLoss": "true",
+    }
+    first = _stream(spark, options, tmp_path / "cp")  # nothing compacted yet: everything
+    assert sum(len(b) for b in first) == len(ids)
+    admin.unload(topic_name)  # a new ledger: the stream's position stays in the first one
+    newer = [{"key": f"k{k}", "value": f"k{k}-new"} for k in range(4)]
+    produce(url, topic_name, newer, batching=False)
+    compact(admin, topic_name)  # every value of the first ledger is superseded
+    path = "persistent/" + topic_name.split("://", 1)[-1]
+    first_ledger = int(ids[0].split(":")[0])
+    deadline = time.monotonic() + 60
+    while any(x["ledgerId"] == first_ledger for x in admin.internal_stats(topic_name)["ledgers"]):
+        assert time.monotonic() < deadline, "the first ledger was not trimmed"
+        admin.request("POST", f"{path}/trim")
+        time.sleep(0.5)
+    second = _stream(spark, options, tmp_path / "cp")
+    assert sorted(v for b in second for v in b) == sorted(f"k{k}-new" for k in range(4))
 
 
 def test_pulsar_lite_refuses_compacted_reads(spark, pulsar_lite, topic_name) -> None:
