@@ -9,10 +9,10 @@ the id scan, and only once: per partition it keeps ``count`` messages after the
 stream's position up to the place it has counted to. Each trigger then scans
 only what arrived since (the stream moves on by the messages its micro-batch
 took, which admission control counted); a new query, or one after a restart,
-counts its backlog at most ``cap`` messages per partition per trigger, and
-until it has counted up to the latest position the figure is a lower bound,
-reported as such (``exact`` false, the partition listed in ``atLeast``), never
-as exact.
+counts its backlog at most ``cap`` messages per trigger (shared by the
+partitions, at least ``floor`` each: :meth:`Backlog.share`), and until it has
+counted up to the latest position the figure is a lower bound, reported as
+such (``exact`` false, the partition listed in ``atLeast``), never as exact.
 
 Spark 4.3 gives Python sources no metrics hook (the JVM's
 ``PythonMicroBatchStream`` does not implement ``ReportsSourceMetrics``), so the
@@ -38,8 +38,10 @@ __all__ = ["BACKLOG_SCAN_CAP", "Backlog", "Behind", "lag_report", "log_lag"]
 
 log = logging.getLogger(__name__)
 
-#: Most messages counted per partition and trigger to catch up with a backlog.
+#: Most messages counted per trigger (all partitions) to catch up with a backlog ...
 BACKLOG_SCAN_CAP = 100_000
+#: ... but at least this many per partition.
+BACKLOG_SCAN_FLOOR = 1_000
 
 #: ``ids(topic, start, end, limit)``: the message ids after ``start`` up to ``end``,
 #: at most ``limit``, in the order they complete.
@@ -64,23 +66,32 @@ class Behind(NamedTuple):
 class Backlog:
     """Messages between the stream's position and the latest one, per partition."""
 
-    def __init__(self, ids: Ids, cap: int = BACKLOG_SCAN_CAP) -> None:
-        self._ids, self.cap = ids, cap
+    def __init__(
+        self, ids: Ids, cap: int = BACKLOG_SCAN_CAP, floor: int = BACKLOG_SCAN_FLOOR
+    ) -> None:
+        self._ids, self.cap, self.floor = ids, cap, floor
         self._tallies: dict[str, _Tally] = {}
 
-    def behind(self, topic: str, base: Position, latest: Position) -> Behind:
+    def share(self, partitions: int) -> int:
+        """Most messages to count per partition in a trigger over ``partitions``."""
+        return max(self.cap // max(partitions, 1), self.floor)
+
+    def behind(self, topic: str, base: Position, latest: Position, limit: int) -> Behind:
         """Messages after ``base`` up to ``latest``, counting what is not counted yet
-        (at most :attr:`cap` more)."""
+        (at most ``limit`` more)."""
+        if order_key(base) >= order_key(latest):  # caught up: nothing to count
+            self._tallies[topic] = _Tally(base, base, 0)
+            return Behind(0, True)
         tally = self._tallies.get(topic)
         if tally is None or tally.base != base or order_key(tally.upto) > order_key(latest):
             tally = self._tallies[topic] = _Tally(base, base, 0)  # moved elsewhere: anew
         if order_key(tally.upto) < order_key(latest):
-            self._count(topic, tally, latest)
+            self._count(topic, tally, latest, limit)
         return Behind(tally.count, order_key(tally.upto) >= order_key(latest))
 
-    def _count(self, topic: str, tally: _Tally, latest: Position) -> None:
+    def _count(self, topic: str, tally: _Tally, latest: Position, limit: int) -> None:
         found, last = 0, None
-        with contextlib.closing(self._ids(topic, tally.upto, latest, self.cap)) as ids:
+        with contextlib.closing(self._ids(topic, tally.upto, latest, limit)) as ids:
             for mid in ids:
                 found += 1
                 if last is None or (mid.ledger, mid.entry, mid.batch_index) > (
@@ -90,7 +101,7 @@ class Backlog:
                 ):
                     last = mid
         tally.count += found
-        if found < self.cap or last is None or reaches(last, latest):
+        if found < limit or last is None or reaches(last, latest):
             tally.upto = latest
         else:
             tally.upto = Position.after(last)

@@ -255,8 +255,9 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _hold(self, here: Offsets, latest: Offsets) -> bool:
         """Whether minRecordsPerTrigger holds this trigger (see MinimumGate)."""
         assert self._gate is not None
+        limit = self.backlog.share(len(latest))
         available = sum(
-            self.backlog.behind(topic, here[topic], there).messages
+            self.backlog.behind(topic, here[topic], there, limit).messages
             for topic, there in latest.items()
         )
         return self._gate.hold(available)
@@ -268,10 +269,11 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         backlog = self.backlog
         backlog.forget(latest)
         behind: dict[str, Behind] = {}
+        limit = backlog.share(len(latest))
         for topic, there in latest.items():
             if taken is not None:
                 backlog.moved(topic, here[topic], ends[topic], taken[topic])
-            behind[topic] = backlog.behind(topic, ends[topic], there)
+            behind[topic] = backlog.behind(topic, ends[topic], there, limit)
         report = lag_report(behind)
         self._report = {**dump_offsets(latest), "lag": report}
         if any(ends[topic] != here[topic] for topic in ends):  # once per micro-batch

@@ -209,20 +209,21 @@ def _fake_ids(parts: dict[str, list[SizedRef]], calls: list[int]):
 def test_the_backlog_is_counted_once_and_bounded_per_trigger() -> None:
     parts = _partitions({"a": [1] * 25})
     latest, calls = _latest(parts)["a"], []
-    backlog = Backlog(_fake_ids(parts, calls), cap=10)
-    assert backlog.behind("a", EARLIEST, latest) == (10, False)  # at least 10
-    assert backlog.behind("a", EARLIEST, latest) == (20, False)
-    assert backlog.behind("a", EARLIEST, latest) == (25, True)
+    backlog = Backlog(_fake_ids(parts, calls), cap=20, floor=3)
+    assert (backlog.share(2), backlog.share(10), backlog.share(0)) == (10, 3, 20)
+    assert backlog.behind("a", EARLIEST, latest, 10) == (10, False)  # at least 10
+    assert backlog.behind("a", EARLIEST, latest, 10) == (20, False)
+    assert backlog.behind("a", EARLIEST, latest, 10) == (25, True)
     assert len(calls) == 25
     end = Position.after(parts["a"][6].message_id)
     backlog.moved("a", EARLIEST, end, 7)
-    assert backlog.behind("a", end, latest) == (18, True)
+    assert backlog.behind("a", end, latest, 10) == (18, True)
     assert len(calls) == 25  # nothing scanned again
     parts["a"] += [SizedRef(MessageId(1, 25 + i, 0, -1), 0, 1) for i in range(4)]
-    assert backlog.behind("a", end, _latest(parts)["a"]) == (22, True)
+    assert backlog.behind("a", end, _latest(parts)["a"], 10) == (22, True)
     assert len(calls) == 29  # only what arrived
     other = Position.after(parts["a"][2].message_id)  # not where the count was: anew
-    assert backlog.behind("a", other, _latest(parts)["a"]) == (10, False)
+    assert backlog.behind("a", other, _latest(parts)["a"], 10) == (10, False)
 
 
 def test_the_report_has_kafkas_figures_and_says_when_they_are_lower_bounds() -> None:
@@ -235,6 +236,64 @@ def test_the_report_has_kafkas_figures_and_says_when_they_are_lower_bounds() -> 
     assert report["offsetsBehindLatest"] == {"p0": 4, "p1": 0, "p2": 11}
     assert report["exact"] is False and report["atLeast"] == ["p2"]
     assert lag_report({})["maxOffsetsBehindLatest"] == 0
+
+
+# -- the reader as Spark drives it, without a session -------------------------------------
+
+
+def _reader(url: str, **options: str):
+    from pulsar_spark.columnar import ROW_SCHEMA
+    from pulsar_spark.spark.read_schema import ReadSchema
+    from pulsar_spark.spark.spark_types import spark_schema
+    from pulsar_spark.spark.stream_reader import PulsarStreamReader
+
+    parsed = parse_options({"service.url": url, "startingOffsets": "earliest", **options})
+    read = ReadSchema(None, "raw", None, dead_letter=False, arrow=ROW_SCHEMA)
+    return PulsarStreamReader(parsed.for_stream_read(), read, spark_schema(ROW_SCHEMA))
+
+
+def _send(url: str, topic: str, count: int) -> None:
+    from pulsar_spark.client import PulsarClient
+
+    with PulsarClient(url) as client, client.create_producer(topic, batching=False) as producer:
+        for i in range(count):
+            producer.send(b"v%d" % i)
+        producer.flush()
+
+
+@needs_admission_control
+def test_a_held_trigger_returns_its_start_and_once_or_available_now_are_not_held(
+    pulsar_lite, topic_name
+) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMinRows
+
+    url = pulsar_lite.service_url
+    _send(url, topic_name, 3)
+    reader = _reader(url, topic=topic_name, minOffsetsPerTrigger="5", maxTriggerDelay="1h")
+    try:
+        assert reader.getDefaultReadLimit() == ReadMinRows(5)
+        start = reader.initialOffset()
+        first = reader.latestOffset(start, ReadMinRows(5))  # the first trigger: not held
+        assert first != start
+        assert reader.reportLatestOffset()["lag"]["maxOffsetsBehindLatest"] == 0
+        _send(url, topic_name, 2)
+        assert reader.latestOffset(first, ReadMinRows(5)) == first  # 2 < 5: held, as given
+        report = reader.reportLatestOffset()
+        assert report["lag"]["offsetsBehindLatest"] == {_topic_key(report): 2}
+        assert report["lag"]["exact"] is True
+        assert set(report) == {_topic_key(report), "lag"}
+        # Trigger.Once passes ReadAllAvailable: everything, whatever the options.
+        assert reader.latestOffset(first, ReadAllAvailable()) != first
+        reader.prepareForTriggerAvailableNow()  # AvailableNow: never held
+        last = reader.latestOffset(first, ReadMinRows(5))
+        assert last != first
+        assert reader.reportLatestOffset()["lag"]["totalOffsetsBehindLatest"] == 0
+    finally:
+        reader.stop()
+
+
+def _topic_key(report: dict) -> str:
+    return next(key for key in report if key != "lag")
 
 
 # -- Spark -------------------------------------------------------------------------------
@@ -270,26 +329,26 @@ def test_bytes_and_rows_bound_each_micro_batch_and_available_now_ignores_the_min
     spark, pulsar_lite_partitioned, topic_name, tmp_path
 ) -> None:
     url = pulsar_lite_partitioned.service_url
-    sent = [b"%04d:" % i + b"x" * (80 + (i * 131) % 900) for i in range(150)]
-    sent[70] = b"big:" + b"y" * 9000  # larger than the whole budget: a micro-batch of its own
+    sent = [b"%04d:" % i + b"x" * (80 + (i * 131) % 900) for i in range(100)]
+    sent[70] = b"big:" + b"y" * 20000  # larger than the whole budget: a micro-batch of its own
     produce(url, topic_name, sent, batching_max_messages=8, compression="LZ4")
     df = _stream(
-        spark, url, topic=topic_name, startingOffsets="earliest", maxBytesPerTrigger="6000",
-        maxRecordsPerTrigger="12", minOffsetsPerTrigger="12", maxTriggerDelay="1h",
+        spark, url, topic=topic_name, startingOffsets="earliest", maxBytesPerTrigger="12000",
+        maxRecordsPerTrigger="25", minOffsetsPerTrigger="25", maxTriggerDelay="1h",
     )  # fmt: skip
     batches: list = []
     _available_now(df, tmp_path / "c", batches)
     sizes = [[len(r["value"]) for r in rows] for _, _, rows in batches if rows]
     for batch in sizes:
-        assert len(batch) <= 12, sizes
-        assert sum(batch) <= 6000 or len(batch) == 1, sizes
-    assert [9004] in sizes
-    # Under Trigger.AvailableNow the minimum does not hold the tail (fewer than 12 left).
+        assert len(batch) <= 25, sizes
+        assert sum(batch) <= 12000 or len(batch) == 1, sizes
+    assert [20004] in sizes
+    # Under Trigger.AvailableNow the minimum does not hold the tail (fewer than 25 left).
     got = [r["value"] for _, _, rows in batches for r in rows]
     assert sorted(got) == sorted(sent)
     ids = [r["messageId"] for _, _, rows in batches for r in rows]
-    assert len(set(ids)) == len(ids) == 150
-    assert len(sizes) >= 150 * 500 // 6000
+    assert len(set(ids)) == len(ids) == 100
+    assert len(sizes) >= 100 * 500 // 12000
 
 
 def _wait_for(batches: list, count: int, timeout: float) -> None:
