@@ -5,6 +5,7 @@ broker's AuthorizationError naming the topic. Bad values name the option."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.options import PulsarOptionError, parse_options
+from tests.support.official import produce
 from tests.support.spark import assert_same_rows
 
 URL = "pulsar://localhost:6650"
@@ -111,3 +113,27 @@ def test_prefix_authorization_serves_batch_and_stream_reads(
     with pytest.raises(Exception, match=r"(?s)AuthorizationError.*prefixed") as info:
         _stream_rows(spark, _options(broker, topic, startingOffsets="earliest"), tmp_path / "no")
     assert topic in str(info.value)
+
+
+def test_every_subscription_of_a_query_carries_the_prefix(
+    spark, apache_pulsar, topic_name, tmp_path
+) -> None:
+    """The broker's log names each SUBSCRIBE: a batch read's (planning and tasks) and a
+    stream's (the driver's kept last-id consumers, admission-control scans, tasks) all
+    start with the prefix."""
+    url = apache_pulsar.service_url
+    produce(url, topic_name, [{"key": f"k{i % 3}", "value": f"v{i}"} for i in range(30)])
+    since = apache_pulsar.log_size()
+    options = {"service.url": url, "topic": topic_name, "subscriptionPrefix": "team-a"}
+    assert spark.read.format("pulsar").options(**options).load().count() == 30
+    streamed = _stream_rows(
+        spark,
+        {**options, "startingOffsets": "earliest", "maxRecordsPerTrigger": "10"},
+        tmp_path / "cp",
+    )
+    assert sorted(streamed) == sorted(f"v{i}" for i in range(30))
+    names = re.findall(
+        rf"Subscribing on topic {re.escape(topic_name)} / (\S+)\.", apache_pulsar.log_text(since)
+    )
+    assert len(names) >= 4, names
+    assert all(re.fullmatch(r"team-a-reader-[0-9a-f]{10}", name) for name in names), names
