@@ -90,10 +90,8 @@ def test_allow_different_topic_schemas_is_raw_mode() -> None:
     assert info.value.option == "allowDifferentTopicSchemas"
 
 
-@pytest.mark.parametrize("name", ["waitingForNonExistedTopic", "readCompacted"])
-def test_true_is_refused_with_what_to_do(name: str) -> None:
-    if by_spelling(name) is not None:
-        pytest.skip(f"{name} is an option of the table now")
+def test_true_is_refused_with_what_to_do() -> None:
+    name = "waitingForNonExistedTopic"
     with pytest.raises(PulsarOptionError) as info:
         parse_options({"service.url": URL, "topic": "t", name: "true"})
     assert info.value.option == name and "remove" in info.value.reason
