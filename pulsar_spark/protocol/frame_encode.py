@@ -17,11 +17,11 @@ frame including ``total_size``, as :class:`~.frame_stream.FrameDecoder` does.
 
 from __future__ import annotations
 
-from crc32c import crc32c
 from google.protobuf.message import EncodeError as ProtobufEncodeError
 from google.protobuf.message import Message
 
 from . import PulsarApi_pb2 as pb
+from .checksum import crc32c
 from .errors import EncodeError
 from .frame_format import (
     FIELD_BY_TYPE,
