@@ -5,6 +5,7 @@ minimum's clock and the backlog count first, then three Spark streams on pulsar-
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from collections.abc import Generator
@@ -358,6 +359,19 @@ def _wait_for(batches: list, count: int, timeout: float) -> None:
     assert sum(1 for b in batches if b[2]) >= count, batches
 
 
+def _started(query, batch_id: int) -> float:
+    """When the trigger that planned micro-batch ``batch_id`` started (epoch seconds): it
+    called latestOffset, where the reader decides to hold or not, just after."""
+    deadline = time.monotonic() + 30  # a micro-batch's progress comes once it is done
+    while True:
+        found = [p for p in query.recentProgress if p.batchId == batch_id and p.numInputRows]
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert found, (batch_id, [p.batchId for p in query.recentProgress])
+    return dt.datetime.fromisoformat(found[-1].timestamp.replace("Z", "+00:00")).timestamp()
+
+
 @needs_admission_control
 def test_a_micro_batch_waits_for_the_minimum_or_the_delay(
     spark, pulsar_lite, topic_name, tmp_path
@@ -366,7 +380,7 @@ def test_a_micro_batch_waits_for_the_minimum_or_the_delay(
     produce(url, topic_name, [b"a%d" % i for i in range(3)])
     df = _stream(
         spark, url, topic=topic_name, startingOffsets="earliest", minRecordsPerTrigger="10",
-        maxTriggerDelay="20s",
+        maxTriggerDelay="15s",
     )  # fmt: skip
     batches: list = []
     writer = df.writeStream.option("checkpointLocation", str(tmp_path / "c"))
@@ -374,19 +388,21 @@ def test_a_micro_batch_waits_for_the_minimum_or_the_delay(
     try:
         _wait_for(batches, 1, 120)  # the first trigger is not held (Kafka's way)
         assert [r["value"] for r in batches[-1][2]] == [b"a%d" % i for i in range(3)]
-        produce(url, topic_name, [b"b%d" % i for i in range(4)])
+        produce(url, topic_name, [b"b0", b"b1"])
+        _wait_for(batches, 2, 90)  # 2 < 10: only the delay lets them through
+        assert [r["value"] for r in batches[-1][2]] == [b"b0", b"b1"]
+        held = _started(query, batches[-1][0]) - _started(query, batches[0][0])
+        assert held >= 13, f"held {held:.1f} s, maxTriggerDelay is 15 s"
+        produce(url, topic_name, [b"c%d" % i for i in range(4)])
         time.sleep(3)
-        assert sum(1 for b in batches if b[2]) == 1, "4 < 10 messages: held"
-        produce(url, topic_name, [b"c%d" % i for i in range(6)])
-        _wait_for(batches, 2, 15)  # 10 there: well before the 20 s delay
+        assert sum(1 for b in batches if b[2]) == 2, "4 < 10 messages: held"
+        produce(url, topic_name, [b"d%d" % i for i in range(6)])
+        _wait_for(batches, 3, 15)
         assert sorted(r["value"] for r in batches[-1][2]) == sorted(
-            [b"b%d" % i for i in range(4)] + [b"c%d" % i for i in range(6)]
+            [b"c%d" % i for i in range(4)] + [b"d%d" % i for i in range(6)]
         )
-        let_through = batches[-1][1]
-        produce(url, topic_name, [b"d0", b"d1"])
-        _wait_for(batches, 3, 90)  # 2 < 10: only the delay lets them through
-        assert [r["value"] for r in batches[-1][2]] == [b"d0", b"d1"]
-        assert batches[-1][1] - let_through >= 14, "held for about maxTriggerDelay"
+        soon = _started(query, batches[-1][0]) - _started(query, batches[1][0])
+        assert soon < 14, f"10 messages there: let through after {soon:.1f} s, not the delay"
     finally:
         query.stop()
     assert query.exception() is None
