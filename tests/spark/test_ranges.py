@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
-from pulsar_spark.client import MessageRef
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position
 from pulsar_spark.spark.options import PulsarOptionError, parse_options
@@ -92,40 +90,32 @@ def test_an_offsets_key_naming_no_partition_is_refused() -> None:
     assert ranges == [PartitionRange(NS + "u", "1:2:-1:-1", "latest", True)]
 
 
-class Scans:
-    """What admission control asks of a client: ``scan_ids`` gives ``ids`` as
-    messages complete, and records the consumer window asked for."""
-
-    def __init__(self, ids: list[MessageId]) -> None:
-        self.ids = ids
-        self.windows: list[int | None] = []
-
-    def scan_ids(
-        self,
-        topic: str,
-        start: Position,
-        end: Position,
-        limit: int | None = None,
-        receiver_queue_size: int | None = None,
-    ) -> Iterator[MessageRef]:
-        self.windows.append(receiver_queue_size)
-        for message_id in self.ids[:limit]:
-            yield MessageRef(message_id, 0)
-
-
-def test_admission_moves_past_the_greatest_id_with_the_options_window() -> None:
+def test_admission_moves_past_the_greatest_id_with_the_options_window(monkeypatch) -> None:
     # A chunked message (first chunk 1:1) completes after a message stored at 1:2,
     # between its chunks: the next micro-batch starts after 1:2, not after 1:1.
+    from pulsar_spark.client.sized_scan import SizedRef
+    from pulsar_spark.spark import stream_reader
+    from pulsar_spark.spark.stream_admission import _take
+
+    ids = [MessageId(1, 2), MessageId(1, 1), MessageId(1, 5)]
+    windows: list[int | None] = []
+
+    def scan_sizes(client, topic, start, end, limit, receiver_queue_size=None):
+        windows.append(receiver_queue_size)
+        for message_id in ids[:limit]:
+            yield SizedRef(message_id, 0, 10)
+
+    monkeypatch.setattr(stream_reader, "scan_sizes", scan_sizes)
     options = parse_options({"service.url": "pulsar://h:6650", "topic": "t"})
     options = dataclasses.replace(options, receiver_queue_size=7)
     read = ReadSchema(None, "raw", None, dead_letter=False, arrow=ROW_SCHEMA)
     reader = PulsarStreamReader(options, read, spark_schema(ROW_SCHEMA))
-    scans = Scans([MessageId(1, 2), MessageId(1, 1), MessageId(1, 5)])
-    reader._client = scans  # type: ignore[assignment]
+    reader._client = object()  # type: ignore[assignment]
     end = Position.after(MessageId(1, 9))
-    counted = reader._count_ahead(NS + "t", Position.earliest(), end, 2)
-    assert counted == (2, Position.after(MessageId(1, 2)), False)
-    assert scans.windows == [7]
+    share = _take(reader._scan_sizes, NS + "t", Position.earliest(), end, 2, None, False)
+    assert (share.rows, share.nbytes) == (2, 20)
+    assert (share.end, share.exhausted) == (Position.after(MessageId(1, 2)), False)
+    assert windows == [7]
 
 
 def test_topics_pattern_matches_base_names() -> None:
