@@ -1,7 +1,7 @@
 """``listenerName`` against an Apache Pulsar with two advertised listeners (``internal`` on the
 usual port, ``external`` on a second bound port): lookups made for a listener answer with its
-address, and the Spark options reach the client (reads and writes go through
-``spark.connect.open_client``). Its own broker (module scope): the session fixtures keep their
+address, and the Spark options reach the client: a Spark write and read through the
+``external`` listener. Its own broker (module scope): the session fixtures keep their
 configuration."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.options import parse_options
 from tests.support.apache import ApachePulsar
@@ -105,7 +106,30 @@ def test_an_unknown_listener_name_fails_naming_it(two_listeners, topic_name) -> 
         "listenerName": "nowhere",
         "pulsar.client.operationTimeoutMs": "10000",
     }
-    with open_client(parse_options(options)) as client, pytest.raises(Exception) as info:
+    with open_client(parse_options(options)) as client, pytest.raises(PulsarError) as info:
         client.get_partitions(topic_name)
         list(client.read_batches(topic_name))
     assert "nowhere" in str(info.value) or "listener" in str(info.value).lower()
+
+
+def test_spark_writes_and_reads_through_the_named_listener(
+    two_listeners, topic_name, spark
+) -> None:
+    broker = two_listeners
+    options = {"service.url": broker.service_url, "topic": topic_name}
+    rows = [(f"k{i}", f"v{i}".encode()) for i in range(200)]
+    df = spark.createDataFrame(rows, "key string, value binary")
+    df.write.format("pulsar").options(**options, listenerName="external").mode("append").save()
+    got = (
+        spark.read.format("pulsar")
+        .options(**options, listenerName="external")
+        .load()
+        .select("key", "value")
+        .collect()
+    )
+    assert sorted((bytes(r.key).decode(), bytes(r.value)) for r in got) == sorted(rows)
+    # A listener the broker does not advertise: the job fails and names it.
+    with pytest.raises(Exception, match=r"nowhere|listener"):
+        spark.read.format("pulsar").options(
+            **options, listenerName="nowhere", **{"pulsar.client.operationTimeoutMs": "10000"}
+        ).load().count()
