@@ -16,10 +16,12 @@ early), or a consumer or producer still registered on one of its
 connections. Then it is closed, as a task's own client always was: its
 connections, and whatever the broker holds for them, go away. A connection
 that broke while a client was idle (a broker restart) is replaced by the
-client's connection pool on its next use; a request on a connection that
-died silently fails after its timeout, which fails the task and closes that
-client. The schema cache is emptied on return (a topic deleted and created
-again numbers its schema versions anew). Idle clients are closed after
+client's connection pool on its next use (before lending a client, whatever
+already arrived on its connections is left to their readers, so a close that
+came is seen); a request on a connection that died silently fails after its
+timeout, which fails the task and closes that client. The schema cache is
+emptied on return (a topic deleted and created again numbers its schema
+versions anew). Idle clients are closed after
 :data:`IDLE_SECONDS` (when a client is next lent) and when the process exits
 normally; a process that ends with ``os._exit`` (Spark's workers) leaves
 their sockets to the OS, and the brokers see the connections close. A forked
@@ -32,6 +34,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import select
 import sys
 import threading
 import time
@@ -50,6 +53,8 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 600.0
 #: Idle clients kept per key (more than the tasks a worker runs at once is waste).
 MAX_IDLE = 2
+#: Seconds a lent client's connections may take to show what already arrived.
+SETTLE_SECONDS = 0.05
 
 #: The option fields that shape a client's connections (with the operation timeout).
 _FIELDS = (
@@ -101,7 +106,7 @@ class _Pool:
 
     def take(self, key: Key) -> PulsarClient | None:
         """An idle client for ``key`` (closing the ones idle for too long)."""
-        stale = []
+        stale: list[PulsarClient] = []
         found = None
         now = time.monotonic()
         with self.lock:
@@ -113,13 +118,15 @@ class _Pool:
                     self.idle[k] = fresh
                 else:
                     del self.idle[k]
-            clients = self.idle.get(key)
-            if clients:
-                found = clients.pop()[0]
-                if not clients:
+            kept = self.idle.get(key)
+            if kept:
+                found = kept.pop()[0]
+                if not kept:
                     del self.idle[key]
         for client in stale:
             _close_quietly(client, "idle for too long")
+        if found is not None:
+            _settle(found)
         return found
 
     def give_back(self, key: Key, client: PulsarClient) -> None:
@@ -151,6 +158,26 @@ _POOL = _Pool()
 atexit.register(_POOL.close_all)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_POOL._forget_if_forked)
+
+
+def _settle(client: PulsarClient, wait: float = SETTLE_SECONDS) -> None:
+    """Let the reader threads of an idle client's connections take what has already
+    arrived (the end of a connection a broker restart closed) before a task uses it:
+    a request sent on a connection whose close is not yet seen would fail the task."""
+    pool = client._pool
+    with pool._lock:
+        connections = list(pool._connections.values())
+    deadline = time.monotonic() + wait
+    for conn in connections:
+        transport = conn._transport
+        while not conn.closed and transport is not None and time.monotonic() < deadline:
+            try:
+                readable, _, _ = select.select([transport.sock], [], [], 0)
+            except (OSError, ValueError):  # closed under us: the reader sees it too
+                break
+            if not readable:
+                break
+            time.sleep(0.001)  # the reader thread's turn
 
 
 def _close_quietly(client: PulsarClient, why: str) -> None:
