@@ -15,6 +15,7 @@ be), in its place, through the row-by-row path.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,17 +28,48 @@ from .errors import InvalidArgument
 if TYPE_CHECKING:
     from .producer import Producer
 
-__all__ = ["encoded_rows", "send_columnar", "send_rows"]
+__all__ = ["encoded_rows", "explicit_ids", "send_columnar", "send_rows"]
+
+
+def explicit_ids(
+    table: pa.Table | pa.RecordBatch,
+    first_sequence_id: int | None,
+    sequence_ids: Sequence[int] | np.ndarray | None,
+) -> np.ndarray | None:
+    """The rows' explicit sequence ids (None: the producer's next ones).
+
+    Raises:
+        InvalidArgument: both kinds given, not one id per row, or ids that do not increase.
+    """
+    n = int(table.num_rows)
+    if sequence_ids is None:
+        if first_sequence_id is None:
+            return None
+        return np.arange(first_sequence_id, first_sequence_id + n, dtype=np.int64)
+    if first_sequence_id is not None:
+        msg = "give first_sequence_id or sequence_ids, not both"
+        raise InvalidArgument(msg)
+    ids = np.asarray(sequence_ids, np.int64)
+    if ids.shape != (n,):
+        msg = f"sequence_ids has {len(ids)} ids for {n} rows"
+        raise InvalidArgument(msg)
+    falls = np.flatnonzero(ids[1:] <= ids[:-1])
+    if len(falls):
+        row = int(falls[0]) + 1
+        msg = f"sequence_ids must increase: row {row} has {ids[row]} after {ids[row - 1]}"
+        raise InvalidArgument(msg)
+    return ids
 
 
 def send_columnar(
-    producer: Producer, table: pa.Table | pa.RecordBatch, first_sequence_id: int | None
+    producer: Producer, table: pa.Table | pa.RecordBatch, ids: np.ndarray | None
 ) -> int:
-    """The rows of ``table`` sent (see :meth:`.Producer.send_batch`); the rows sent.
+    """The rows of ``table`` sent with sequence ids ``ids`` (None: the producer's next
+    ones; see :meth:`.Producer.send_batch`); the rows sent.
 
     Raises:
         InvalidArgument: rows that cannot be encoded (the message names the row).
-        ClientError: a ``first_sequence_id`` below one already used.
+        ClientError: an id below one already used.
         PulsarError: the producer failed.
     """
     n = int(table.num_rows)
@@ -45,9 +77,9 @@ def send_columnar(
         return 0
     with producer._sending:
         producer._raise_if_failed()
-        if first_sequence_id is not None:
-            seqs = np.arange(first_sequence_id, first_sequence_id + n, dtype=np.int64)
-            if first_sequence_id <= producer.last_sequence_id:  # replays the broker has
+        if ids is not None:
+            seqs = ids
+            if int(seqs[0]) <= producer.last_sequence_id:  # replays the broker has
                 keep = seqs > producer.last_sequence_id
                 if not keep.any():
                     return 0
@@ -131,9 +163,7 @@ def encoded_rows(table: pa.Table | pa.RecordBatch) -> Rows:
         raise InvalidArgument(str(exc)) from exc
 
 
-def send_rows(
-    producer: Producer, table: pa.Table | pa.RecordBatch, first_sequence_id: int | None
-) -> int:
+def send_rows(producer: Producer, table: pa.Table | pa.RecordBatch, ids: np.ndarray | None) -> int:
     """:meth:`.Producer.send_batch` row by row (no batching, or columns of other types)."""
     rows = encoded_rows(table)
     last = producer.last_sequence_id
@@ -141,11 +171,7 @@ def send_rows(
     with producer._sending, producer._lock:
         producer._raise_if_failed()
         queue = producer._queue
-        seqs: range | list[None] = (
-            range(first_sequence_id, first_sequence_id + rows.n)
-            if first_sequence_id is not None
-            else [None] * rows.n
-        )
+        seqs: list[int] | list[None] = [None] * rows.n if ids is None else ids.tolist()
         for seq, pre, null, value, size in zip(
             seqs, rows.pres, rows.nulls, rows.values, rows.sizes, strict=True
         ):

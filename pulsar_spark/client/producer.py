@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from ..columnar.rows import InvalidRows, Item, encode_head, encode_pre, encode_tail
@@ -24,7 +25,7 @@ from ..columnar.send_items import columnar_rows
 from ..protocol.codecs import codec_by_name
 from ..protocol.errors import PulsarError
 from ..protocol.schema_info import SchemaInfo
-from .columnar_send import encoded_rows, send_columnar, send_rows
+from .columnar_send import encoded_rows, explicit_ids, send_columnar, send_rows
 from .crypto_keys import KeySpec, producer_encryptor
 from .errors import ClientError, InvalidArgument, OperationTimeout
 from .lookup import LookupService
@@ -231,18 +232,28 @@ class Producer(ProducerSession):
         self._next_seq = sequence_id
 
     def send_batch(
-        self, table: pa.Table | pa.RecordBatch, first_sequence_id: int | None = None
+        self,
+        table: pa.Table | pa.RecordBatch,
+        first_sequence_id: int | None = None,
+        *,
+        sequence_ids: Sequence[int] | np.ndarray | None = None,
     ) -> int:
         """Send the rows of an Arrow table: ``value`` (plus optional ``key``,
         ``properties`` and ``eventTime``); with ``first_sequence_id``, row i gets
-        sequence id ``first_sequence_id + i``. Returns the rows sent (replays the
-        broker already has are skipped, see :meth:`send`).
+        sequence id ``first_sequence_id + i``; with ``sequence_ids`` (increasing, gaps
+        allowed: the rows of one partition) row i gets ``sequence_ids[i]``. Returns the
+        rows sent (replays the broker already has are skipped, see :meth:`send`).
 
         The rows are encoded column by column into batch items and cut into batches
-        without a Python step per row (:mod:`.columnar_send`)."""
+        without a Python step per row (:mod:`.columnar_send`).
+
+        Raises:
+            InvalidArgument: both kinds of ids, ids not one per row or not increasing.
+        """
+        seqs = explicit_ids(table, first_sequence_id, sequence_ids)
         if not self._batching or not columnar_rows(table):
-            return send_rows(self, table, first_sequence_id)
-        return send_columnar(self, table, first_sequence_id)
+            return send_rows(self, table, seqs)
+        return send_columnar(self, table, seqs)
 
     def _wait_for_room(self, count: int, size: int) -> None:
         """Wait until ``count`` more messages of ``size`` bytes fit the pending window

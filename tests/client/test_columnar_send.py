@@ -178,3 +178,29 @@ def test_the_official_client_reads_columnar_batches(broker, topic_name) -> None:
     assert [g["key"] for g in got] == [
         base64.b64encode(bytes([i % 256, 0, 255])).decode() for i in range(n)
     ]
+
+
+@pytest.mark.parametrize("batching", [True, False], ids=["columnar", "row-by-row"])
+def test_sequence_ids_with_gaps(broker, topic_name, batching: bool) -> None:
+    """One partition's rows of a routed table: increasing ids with gaps."""
+    table = pa.table({"value": pa.array([b"a", b"b", b"c", b"d"], pa.binary())})
+    with PulsarClient(broker.service_url) as client:
+        with client.create_producer(topic_name, batching=batching) as producer:
+            producer.last_sequence_id = 3  # the broker has up to 3: id 3 is a replay
+            assert producer.send_batch(table, sequence_ids=[3, 7, 8, 20]) == 3
+            with pytest.raises(ClientError, match="row 2 has 9 after 30"):
+                producer.send_batch(table, sequence_ids=[25, 30, 9, 40])
+            with pytest.raises(ClientError, match="4 ids for 3 rows"):
+                producer.send_batch(table.slice(0, 3), sequence_ids=[50, 51, 52, 53])
+            with pytest.raises(ClientError, match="not both"):
+                producer.send_batch(table, 60, sequence_ids=[60, 61, 62, 63])
+            with pytest.raises(ClientError, match="sequence id 15 is below the next one, 21"):
+                producer.send_batch(table, sequence_ids=[15, 16, 17, 18])
+            assert producer.send_batch(table.slice(0, 1), sequence_ids=[np.int64(100)]) == 1
+        rows = _rows(client, topic_name)
+    assert [(r["value"], r["sequenceId"]) for r in rows] == [
+        (b"b", 7),
+        (b"c", 8),
+        (b"d", 20),
+        (b"a", 100),
+    ]
