@@ -54,6 +54,34 @@ def _spark_schema() -> StructType:
 SPARK_SCHEMA = _spark_schema()
 
 
+def _check_projection(schema: StructType, expected: StructType) -> None:
+    """A ``.schema(...)`` given to a read: some of the row schema's columns, each with its
+    own type (they are all the read yields: Spark moves fewer columns, a copy of ``value``
+    only is about twice as fast). Anything else is refused, naming the column at fault."""
+    types = {field.name: field.dataType for field in expected.fields}
+    names = schema.names
+    wrong = [
+        f"{field.name} {field.dataType.simpleString()}"
+        + (
+            f" (here {types[field.name].simpleString()})"
+            if field.name in types
+            else " (no such column)"
+        )
+        for field in schema.fields
+        if types.get(field.name) != field.dataType
+    ]
+    if wrong or not names or len(set(names)) != len(names):
+        fault = ", ".join(wrong) if wrong else "no column, or one named twice"
+        msg = (
+            f"the schema given to the pulsar source does not fit: {fault}. Give some of the "
+            "row schema's columns with their types ("
+            + ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in expected.fields)
+            + "), `value` typed by the topic's schema or by avroSchema/jsonSchema; or leave "
+            ".schema(...) out and select or cast columns after load()"
+        )
+        raise PulsarSchemaError(msg)
+
+
 class PulsarDataSource(DataSource):
     """Apache Pulsar topics as a Spark batch source and sink (format ``"pulsar"``)."""
 
@@ -93,13 +121,7 @@ class PulsarDataSource(DataSource):
         read = self._planned()
         expected = spark_schema(read.arrow)
         if schema != expected:
-            msg = (
-                "the pulsar source's schema is the row schema ("
-                + ", ".join(expected.names)
-                + "), `value` typed by the topic's schema or by avroSchema/jsonSchema; do "
-                "not pass .schema(...), select or cast columns after load()"
-            )
-            raise PulsarSchemaError(msg)
+            _check_projection(schema, expected)
         return read
 
     def reader(self, schema: StructType) -> PulsarBatchReader:

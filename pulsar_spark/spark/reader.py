@@ -21,6 +21,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..client import PulsarClient
+from ..columnar import ROW_SCHEMA
 from ..protocol.position import Position
 from .connect import open_client
 from .options import PulsarOptions
@@ -91,10 +92,19 @@ def typed_batches(
     stream: bool,
 ) -> Iterator[pa.RecordBatch]:
     """``batches`` of ``topic`` with values decoded as ``read`` says, cast to ``target``
-    (the Arrow schema Spark expects). Each schema version is fetched once."""
+    (the Arrow schema Spark expects: all the row schema's columns, or those the user's
+    ``.schema(...)`` named). Each schema version is fetched once."""
+    names = target.names
     if read.reader is None and not read.dead_letter:
-        yield from batches  # raw: the row schema as it is
+        if names == ROW_SCHEMA.names:
+            yield from batches  # raw: the row schema as it is
+        else:
+            for batch in batches:
+                yield to_spark_arrow(batch.select(names), target)
         return
     decode = ValueDecoder(read, topic, partial(client.get_schema, topic), stream=stream)
     for batch in batches:
-        yield to_spark_arrow(decode(batch), target)
+        decoded = decode(batch)
+        if decoded.schema.names != names:
+            decoded = decoded.select(names)
+        yield to_spark_arrow(decoded, target)
