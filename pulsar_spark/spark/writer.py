@@ -125,15 +125,23 @@ def plan_topic_writes(options: PulsarOptions, schema: StructType) -> dict[str, W
 
     arrow = arrow_for(schema)
     key = arrow.field("key").type if "key" in arrow.names else None
+    value = arrow.field("value").type
+    if not _asks_topic_schema(value, options):
+        return {options.topic: plan_write(options.topic, value, key, options, None)}
     try:
         with open_client(options) as client:
             latest = client.latest_schema(options.topic)
     except Exception:
         log.debug("pulsar sink: the topic's schema could not be read now", exc_info=True)
         return {}
-    return {
-        options.topic: plan_write(options.topic, arrow.field("value").type, key, options, latest)
-    }
+    return {options.topic: plan_write(options.topic, value, key, options, latest)}
+
+
+def _asks_topic_schema(value: pa.DataType, options: PulsarOptions) -> bool:
+    """Whether the plan depends on the topic's schema: binary values without
+    ``keyValueEncoding`` go as given whatever the topic has (no broker round trip)."""
+    binary = pa.types.is_binary(value) or pa.types.is_large_binary(value)
+    return not binary or options.key_value_encoding is not None
 
 
 @dataclass
@@ -182,8 +190,10 @@ class PulsarArrowWriter(DataSourceArrowWriter):
                 plan = WritePlan(topic, None)
             else:
                 key = table.column("key").type if "key" in table.column_names else None
-                latest = client.latest_schema(topic)
-                plan = plan_write(topic, table.column("value").type, key, self.options, latest)
+                value = table.column("value").type
+                asks = _asks_topic_schema(value, self.options)
+                latest = client.latest_schema(topic) if asks else None
+                plan = plan_write(topic, value, key, self.options, latest)
             self.plans[topic] = plan
         return plan
 
