@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
-from crc32c import crc32c
 from google.protobuf.message import DecodeError, Message
 
 from . import PulsarApi_pb2 as pb
+from .checksum import crc32c
 from .errors import (
     ChecksumMismatch,
     CommandDecodeError,
