@@ -279,10 +279,7 @@ class PulsarClient:
             for producer in producers:
                 producer.close()
             raise
-        return PartitionedProducer(
-            producers,
-            switch_every=int(options.get("batch_max_messages", 1000)),
-        )
+        return PartitionedProducer(producers)  # keyless rows switch partition per batch
 
     # -- reading -----------------------------------------------------------------
 

@@ -4,50 +4,49 @@ Keyed messages go to ``java_string_hash(key) % partitions``, the Java
 client's default (``JavaStringHash``: ``String.hashCode()`` over UTF-16 code
 units, masked to a non-negative int), so that Java and Spark producers put a
 key on the same partition. Keyless messages go round-robin, switching
-partition once per batch so that batches stay full.
+partition once per batch (every ``batch_max_messages`` keyless messages) so that
+batches stay full. ``send_batch`` routes a whole Arrow table at once
+(:mod:`.partition_hash`) and hands each partition its rows as one table.
 """
 
 from __future__ import annotations
 
-import itertools
+import re
+from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 
-from ..columnar.rows import partition_key_text
+from ..columnar.rows import InvalidRows, partition_key_text
+from ..columnar.send_items import _column, _event_times, _properties, columnar_rows
+from .columnar_send import explicit_ids
+from .errors import InvalidArgument
+from .partition_hash import java_string_hash, row_partitions
 from .producer import Producer, encoded_rows
 
 __all__ = ["PartitionedProducer", "java_string_hash"]
 
-_INT_MASK = 0x7FFF_FFFF
-
-
-def java_string_hash(key: str) -> int:
-    """``key.hashCode() & Integer.MAX_VALUE`` as the JVM computes it."""
-    data = key.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFF_FFFF
-    return h & _INT_MASK
+_ROW = re.compile(r"^row (\d+):")
 
 
 class PartitionedProducer:
     """One :class:`Producer` per partition, behind the producer interface."""
 
-    def __init__(self, producers: list[Producer], *, switch_every: int = 1000) -> None:
+    def __init__(self, producers: list[Producer], *, switch_every: int | None = None) -> None:
         self.producers = producers
         self._n = len(producers)
-        self._switch_every = max(switch_every, 1)
+        #: Keyless messages per partition before the next one: the producers' batch
+        #: size by default (1 without batching), so that a switch ends a batch.
+        most = producers[0]._max_messages if switch_every is None else switch_every
+        self._switch_every = max(most, 1)
         self._sent_keyless = 0
-        self._partition = itertools.cycle(range(self._n))
-        self._current = next(self._partition)
 
     def partition_for(self, key: str | bytes | None) -> int:
         """The partition a message with ``key`` goes to (keyless: the current one)."""
         if key is None:
-            if self._sent_keyless and self._sent_keyless % self._switch_every == 0:
-                self._current = next(self._partition)
+            number = self._sent_keyless
             self._sent_keyless += 1
-            return self._current
+            return (number // self._switch_every) % self._n
         return java_string_hash(partition_key_text(key)) % self._n
 
     def send(
@@ -64,14 +63,69 @@ class PartitionedProducer:
         )
 
     def send_batch(
-        self, table: pa.Table | pa.RecordBatch, first_sequence_id: int | None = None
+        self,
+        table: pa.Table | pa.RecordBatch,
+        first_sequence_id: int | None = None,
+        *,
+        sequence_ids: Sequence[int] | np.ndarray | None = None,
     ) -> int:
         """As :meth:`Producer.send_batch`, each row to its partition as :meth:`send`
-        would route it."""
+        would route it (sequence ids must increase per partition).
+
+        The rows' partitions are computed at once (:func:`.partition_hash.row_partitions`)
+        and each partition's rows go to its producer as one table, in their order.
+        Tables the columnar path does not take go row by row.
+
+        Raises:
+            InvalidArgument: rows that cannot be encoded (naming the table's row and the
+                partition), ids not one per row or not increasing; nothing is sent then.
+        """
+        ids = explicit_ids(table, first_sequence_id, sequence_ids)
+        if not columnar_rows(table):
+            return self._send_rows(table, ids)
+        if not table.num_rows:
+            return 0
+        parts, keyless = row_partitions(table, self._n, self._sent_keyless, self._switch_every)
+        self._check(table, parts)  # before any row is sent: a bad row fails the table
+        self._sent_keyless += keyless
+        sent = 0
+        order = np.argsort(parts, kind="stable")  # each partition's rows, in order
+        counts = np.bincount(parts, minlength=self._n)
+        ends = np.cumsum(counts)
+        for p in np.flatnonzero(counts).tolist():
+            rows = order[ends[p] - counts[p] : ends[p]]
+            sub = table if len(rows) == table.num_rows else table.take(pa.array(rows))
+            seqs = None if ids is None else ids[rows]
+            sent += self.producers[p].send_batch(sub, sequence_ids=seqs)
+        return sent
+
+    def _check(self, table: pa.Table | pa.RecordBatch, parts: np.ndarray) -> None:
+        """Raise for what the columnar encoding refuses (a negative event time, a
+        property with a null value), naming the table's row, its partition and topic."""
+        names = table.schema.names
+        try:
+            if "eventTime" in names:
+                _event_times(_column(table, "eventTime"))
+            if "properties" in names:
+                column = _column(table, "properties")
+                if column.items.null_count:  # maybe only under null maps: look closer
+                    _properties(column, int(table.num_rows))
+        except InvalidRows as exc:
+            found = _ROW.match(str(exc))
+            where = ""
+            if found is not None:
+                partition = int(parts[int(found.group(1))])
+                where = f" (partition {partition}: {self.producers[partition].topic})"
+            msg = f"{exc}{where}"
+            raise InvalidArgument(msg) from exc
+
+    def _send_rows(self, table: pa.Table | pa.RecordBatch, ids: np.ndarray | None) -> int:
+        """:meth:`send_batch` row by row (tables :func:`columnar_rows` does not take)."""
         rows = encoded_rows(table)
         keys = rows.keys
         producers = self.producers
         partitions: dict[str | bytes, int] = {}  # a key's partition, once per key
+        seqs: list[int] | list[None] = [None] * rows.n if ids is None else ids.tolist()
         sent = 0
         for i in range(rows.n):
             key = keys[i] if keys else None
@@ -81,9 +135,8 @@ class PartitionedProducer:
                 partition = partitions.get(key, -1)
                 if partition < 0:
                     partition = partitions[key] = self.partition_for(key)
-            seq = None if first_sequence_id is None else first_sequence_id + i
             sent += producers[partition].send_encoded(
-                seq, rows.pres[i], rows.nulls[i], rows.values[i], rows.sizes[i]
+                seqs[i], rows.pres[i], rows.nulls[i], rows.values[i], rows.sizes[i]
             )
         return sent
 
