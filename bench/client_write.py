@@ -13,6 +13,10 @@ and waits until every message is confirmed:
 (ours: ``encryption_keys=``/``public_key=``; official: ``encryption_key`` and
 a ``CryptoKeyReader``).
 
+``--partitions N``: topics of N partitions (the embedded pulsar-lite partitions every
+topic; not with ``--service-url``): ours routes the table column by column, the official
+producer row by row. ``--keys K``: row i has the key ``k<i % K>`` (0: keyless rows).
+
 Each write runs in a process of its own (which builds the table too).
 Prints messages/s for each, their ratio (best of ``--runs``) and each side's
 peak RSS.
@@ -21,6 +25,7 @@ peak RSS.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -33,7 +38,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _broker import broker_url, child_report, run_child
+from _broker import PulsarLite, broker_url, child_report, run_child
 from client_read import KEYS_ENV, _keys, _write_keys
 
 from pulsar_spark.client import PulsarClient
@@ -68,8 +73,12 @@ def write_official(url: str, topic: str, table: pa.Table) -> None:
             block_if_queue_full=True,
             max_pending_messages=10_000,
         )
-        for value in table.column("value").to_pylist():
-            producer.send_async(value, None)
+        keys = table.column("key").to_pylist() if "key" in table.column_names else None
+        for i, value in enumerate(table.column("value").to_pylist()):
+            if keys is None:
+                producer.send_async(value, None)
+            else:
+                producer.send_async(value, None, partition_key=keys[i])
         producer.flush()
         producer.close()
     finally:
@@ -88,13 +97,18 @@ def main() -> int:
     parser.add_argument(
         "--encrypted", action="store_true", help="end-to-end encryption (one RSA key)"
     )
+    parser.add_argument("--partitions", type=int, default=0, help="topics of N partitions")
+    parser.add_argument("--keys", type=int, default=0, help="row i keyed k<i %% K>")
     parser.add_argument(
         "--child", nargs=4, metavar=("WRITER", "URL", "TOPIC", "N"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
     if args.child:
         name, url, topic, count = args.child
-        table = pa.table({"value": pa.array([b"x" * args.size] * int(count), pa.binary())})
+        columns = {"value": pa.array([b"x" * args.size] * int(count), pa.binary())}
+        if args.keys:
+            columns["key"] = pa.array([f"k{i % args.keys}" for i in range(int(count))])
+        table = pa.table(columns)
         started = time.perf_counter()
         WRITERS[name](url, topic, table)
         child_report(seconds=time.perf_counter() - started)
@@ -103,14 +117,36 @@ def main() -> int:
     if key_dir is not None:
         os.environ[KEYS_ENV] = json.dumps(_write_keys(key_dir.name))
         print("encrypted: one RSA-2048 key")
-    with broker_url(args.service_url, "bench-write-") as url:
+    if args.partitions and args.service_url:
+        parser.error("--partitions starts a pulsar-lite of its own: not with --service-url")
+    with contextlib.ExitStack() as stack:
+        if args.partitions:
+            lite = PulsarLite(
+                Path(tempfile.mkdtemp(prefix="bench-write-")),
+                name="bench",
+                default_partitions=args.partitions,
+            )
+            lite.start()
+            stack.callback(lite.close)
+            url = lite.service_url
+            print(f"topics of {args.partitions} partitions, keys: {args.keys or 'none'}")
+        else:
+            url = stack.enter_context(broker_url(args.service_url, "bench-write-"))
         best = {"ours": float("inf"), "official": float("inf")}
         rss = {"ours": 0.0, "official": 0.0}
         for run in range(args.runs):
             for name in ("ours", "official"):
                 topic = f"persistent://public/default/bench-write-{name}-{run}-{int(time.time())}"
                 report = run_child(
-                    __file__, name, url, topic, str(args.messages), "--size", str(args.size)
+                    __file__,
+                    name,
+                    url,
+                    topic,
+                    str(args.messages),
+                    "--size",
+                    str(args.size),
+                    "--keys",
+                    str(args.keys),
                 )
                 best[name] = min(best[name], report["seconds"])
                 rss[name] = max(rss[name], report["rss_mib"])
