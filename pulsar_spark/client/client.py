@@ -368,19 +368,9 @@ class PulsarClient:
         Raises:
             ClientError: a partitioned topic, or a malformed bound.
         """
-        name = self._one_partition(topic, "scan")
-        first, last = start_bound(start), end_bound(end)
-        if receiver_queue_size is None:
-            receiver_queue_size = 1000 if limit is None else min(max(limit, 1), 1000)
-        reader = PartitionReader(
-            self._lookup,
-            name,
-            start=first,
-            end=last,
-            receiver_queue_size=receiver_queue_size,
-            operation_timeout=self.operation_timeout,
-        )
-        return reader.ids(limit)
+        from .sized_scan import scan_reader
+
+        return scan_reader(self, topic, start, end, limit, receiver_queue_size).ids(limit)
 
     def first_message(
         self, topic: str, start: BoundLike = "earliest", end: BoundLike = "latest"

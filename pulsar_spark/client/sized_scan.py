@@ -29,15 +29,13 @@ from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.entry import Entry
 from ..protocol.message_id import MessageId
 from .bounds import BoundLike, end_bound, start_bound
-from .errors import ClientError
-from .names import parse_topic
 from .reader import PartitionReader
 from .sinks import Delivered, IdSink, Pick
 
 if TYPE_CHECKING:
     from .client import PulsarClient
 
-__all__ = ["SizedRef", "scan_sizes"]
+__all__ = ["SizedRef", "scan_reader", "scan_sizes"]
 
 
 class SizedRef(NamedTuple):
@@ -112,22 +110,31 @@ def scan_sizes(
     Raises:
         ClientError: a partitioned topic, or a malformed bound.
     """
-    name = parse_topic(topic)
-    if name.partition < 0 and client._lookup.partitions(name) > 0:
-        msg = f"{name} is partitioned: scan one partition at a time"
-        raise ClientError(msg)
-    first, last = start_bound(start), end_bound(end)
+    return _deliver(scan_reader(client, topic, start, end, limit, receiver_queue_size), limit)
+
+
+def scan_reader(
+    client: PulsarClient,
+    topic: str,
+    start: BoundLike,
+    end: BoundLike,
+    limit: int | None,
+    receiver_queue_size: int | None,
+) -> PartitionReader:
+    """The reader of an id scan, sized (:func:`scan_sizes`) or not
+    (:meth:`~.client.PulsarClient.scan_ids`): ``topic`` one partition, the consumer's
+    window ``receiver_queue_size`` (by default ``limit``, at most 1000)."""
+    name = client._one_partition(topic, "scan")
     if receiver_queue_size is None:
         receiver_queue_size = 1000 if limit is None else min(max(limit, 1), 1000)
-    reader = PartitionReader(
+    return PartitionReader(
         client._lookup,
         name,
-        start=first,
-        end=last,
+        start=start_bound(start),
+        end=end_bound(end),
         receiver_queue_size=receiver_queue_size,
         operation_timeout=client.operation_timeout,
     )
-    return _deliver(reader, limit)
 
 
 def _deliver(reader: PartitionReader, limit: int | None) -> Generator[SizedRef, None, None]:
