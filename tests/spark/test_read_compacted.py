@@ -15,6 +15,7 @@ from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.options import PulsarOptionError, parse_options
 from tests.client.test_compacted_reads import compact
 from tests.support.official import produce
+from tests.support.spark import available_now_values
 
 URL = "pulsar://localhost:6650"
 
@@ -67,25 +68,7 @@ def test_batch_reads_of_the_compacted_view(spark, apache_pulsar, compacted_topic
 
 
 def _stream(spark, options: dict[str, str], checkpoint: Path, **extra: str) -> list[list[str]]:
-    batches: list[list[str]] = []
-
-    def collect(frame, batch_id: int) -> None:
-        batches.append(_values(frame))
-
-    query = (
-        spark.readStream.format("pulsar")
-        .options(**options, **extra)
-        .load()
-        .writeStream.option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .foreachBatch(collect)
-        .start()
-    )
-    query.awaitTermination(180)
-    assert not query.isActive, "the query did not finish in time"
-    if query.exception() is not None:
-        raise query.exception()
-    return [b for b in batches if b]
+    return available_now_values(spark, {**options, **extra}, checkpoint)
 
 
 def test_streams_of_the_compacted_view(spark, apache_pulsar, compacted_topic, tmp_path) -> None:

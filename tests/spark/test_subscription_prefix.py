@@ -14,7 +14,7 @@ import pytest
 from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.options import PulsarOptionError, parse_options
 from tests.support.official import produce
-from tests.support.spark import assert_same_rows
+from tests.support.spark import assert_same_rows, available_now_values
 
 URL = "pulsar://localhost:6650"
 JAVA_AUTH = "org.apache.pulsar.client.impl.auth."
@@ -67,24 +67,7 @@ def _options(broker, topic: str, **extra: str) -> dict[str, str]:
 
 
 def _stream_rows(spark, options: dict[str, str], checkpoint: Path) -> list[str]:
-    batches: list[list[str]] = []
-
-    def collect(frame, batch_id: int) -> None:
-        batches.append([r.value for r in frame.selectExpr("cast(value as string) value").collect()])
-
-    reader = spark.readStream.format("pulsar").options(**options)
-    query = (
-        reader.load()
-        .writeStream.option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .foreachBatch(collect)
-        .start()
-    )
-    query.awaitTermination(180)
-    assert not query.isActive, "the query did not finish in time"
-    if query.exception() is not None:
-        raise query.exception()
-    return [value for batch in batches for value in batch]
+    return [value for batch in available_now_values(spark, options, checkpoint) for value in batch]
 
 
 def test_prefix_authorization_serves_batch_and_stream_reads(

@@ -1,5 +1,8 @@
 """Spark helpers for tests: the local session, a local Spark Connect one, DataFrame equality.
 
+:func:`available_now_values` runs a pulsar stream with ``Trigger.AvailableNow`` and gives
+each micro-batch's values as text (raising what failed the query).
+
 :func:`assert_same_rows` is chispa's ``assert_df_equality`` with rows in any order, the
 way the Spark tests compare a DataFrame with another or with expected rows.
 
@@ -31,7 +34,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["assert_same_rows", "local_connect_session", "local_session", "sortable_maps"]
+__all__ = [
+    "assert_same_rows",
+    "available_now_values",
+    "local_connect_session",
+    "local_session",
+    "sortable_maps",
+]
 
 _SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 
@@ -125,3 +134,31 @@ def assert_same_rows(actual: DataFrame, expected: DataFrame) -> None:
         ignore_nullable=True,
         transforms=[sortable_maps],
     )
+
+
+def available_now_values(
+    spark: SparkSession, options: dict[str, str], checkpoint: str | os.PathLike[str]
+) -> list[list[str]]:
+    """The values (as text) of each non-empty micro-batch of a pulsar stream with
+    ``options``, run with ``Trigger.AvailableNow`` over ``checkpoint`` (run it again on the
+    same checkpoint to go on); what failed the query is raised."""
+    batches: list[list[str]] = []
+
+    def collect(frame: DataFrame, _batch_id: int) -> None:
+        batches.append([r.value for r in frame.selectExpr("cast(value as string) value").collect()])
+
+    query = (
+        spark.readStream.format("pulsar")
+        .options(**options)
+        .load()
+        .writeStream.option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .foreachBatch(collect)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert not query.isActive, "the query did not finish in time"
+    failure = query.exception()
+    if failure is not None:
+        raise failure
+    return [batch for batch in batches if batch]
