@@ -11,7 +11,6 @@ batches stay full. ``send_batch`` routes a whole Arrow table at once
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,8 +24,6 @@ from .partition_hash import java_string_hash, row_partitions
 from .producer import Producer, encoded_rows
 
 __all__ = ["PartitionedProducer", "java_string_hash"]
-
-_ROW = re.compile(r"^row (\d+):")
 
 
 class PartitionedProducer:
@@ -111,10 +108,9 @@ class PartitionedProducer:
                 if column.items.null_count:  # maybe only under null maps: look closer
                     _properties(column, int(table.num_rows))
         except InvalidRows as exc:
-            found = _ROW.match(str(exc))
             where = ""
-            if found is not None:
-                partition = int(parts[int(found.group(1))])
+            if exc.row is not None:
+                partition = int(parts[exc.row])
                 where = f" (partition {partition}: {self.producers[partition].topic})"
             msg = f"{exc}{where}"
             raise InvalidArgument(msg) from exc

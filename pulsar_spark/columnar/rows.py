@@ -59,7 +59,12 @@ _UNIT_DIVISORS: dict[str, int | None] = {"s": None, "ms": 1, "us": 1000, "ns": 1
 
 class InvalidRows(EncodeError, ValueError):
     """Rows or a message that cannot be encoded: a missing or unknown column, a
-    negative event time (not retriable)."""
+    negative event time (not retriable). ``row``: the index of the row at fault in
+    the table encoded, when one is."""
+
+    def __init__(self, msg: str, *, row: int | None = None) -> None:
+        super().__init__(msg)
+        self.row = row
 
 
 def partition_key_text(key: str | bytes) -> str:

@@ -159,7 +159,7 @@ def _properties(array: pa.Array, n: int) -> Piece:
         entry = int(np.flatnonzero(~np.asarray(items.is_valid().to_numpy(zero_copy_only=False)))[0])
         row = int(np.searchsorted(offsets, entry, side="right")) - 1
         msg = f"row {row}: property {keys[entry].as_py()!r} has a null value"
-        raise InvalidRows(msg)
+        raise InvalidRows(msg, row=row)
     entries = len(keys)
     key_field = _field(b"\x0a", binary_piece(keys))
     value_field = _field(b"\x12", binary_piece(items))
@@ -184,7 +184,7 @@ def _event_times(array: pa.Array) -> Int64s:
     if len(times) and int(times.min()) < 0:
         row = int(np.argmax(times < 0))
         msg = f"row {row}: event time {int(times[row])} is negative"
-        raise InvalidRows(msg)
+        raise InvalidRows(msg, row=row)
     return np.asarray(times, np.int64)
 
 

@@ -279,15 +279,12 @@ def server_error(code: int, message: str, *, context: str = "") -> ServerError:
     A code this client does not know keeps its number and counts as fatal.
     """
     cls = _BY_CODE.get(code, ServerError)
-    if cls.retriable and message.startswith(_FATAL_ANSWERS.get(code, ())):
-        cls = _FATAL_TWINS[code]
+    # Under a retriable code, an answer no retry can change: a producer without
+    # encryption keys on a namespace with encryptionRequired gets MetadataError
+    # "Encryption is required in <topic>" every time.
+    if code == pb.MetadataError and message.startswith("Encryption is required"):
+        cls = EncryptionRequiredError
     return cls(message, code=code, context=context)
-
-
-# Answers under a retriable code that no retry can change, known by how the broker's
-# message starts: a producer without encryption keys on a namespace with
-# encryptionRequired gets MetadataError "Encryption is required in <topic>" every time.
-_FATAL_ANSWERS: dict[int, tuple[str, ...]] = {pb.MetadataError: ("Encryption is required",)}
 
 
 class EncryptionRequiredError(_BY_CODE[pb.MetadataError]):  # type: ignore[misc,valid-type]
@@ -297,5 +294,4 @@ class EncryptionRequiredError(_BY_CODE[pb.MetadataError]):  # type: ignore[misc,
     retriable = False
 
 
-_FATAL_TWINS: dict[int, type[ServerError]] = {pb.MetadataError: EncryptionRequiredError}
 __all__.append("EncryptionRequiredError")
