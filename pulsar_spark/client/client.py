@@ -19,7 +19,9 @@ from ..protocol.schema_info import SchemaInfo
 from ..protocol.topics import base_topic
 from .auth import Authentication, NoAuthentication
 from .bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
+from .chunk_limits import ChunkLimits
 from .config import DEFAULT_READ_BUFFER_BYTES, ClientConfig, TlsOptions
+from .crypto_keys import CryptoStats, counting_discards
 from .errors import ClientError
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
@@ -46,7 +48,8 @@ class PulsarClient:
         tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure: TLS settings.
         connect_timeout, operation_timeout, keepalive_interval: seconds (10, 30, 30).
         listener_name: advertised listener to look topics up for.
-        read_buffer_bytes, subscription_prefix, read_compacted: see :class:`ClientConfig`.
+        read_buffer_bytes, subscription_prefix, read_compacted, chunk_limits: see
+            :class:`ClientConfig`.
     """
 
     def __init__(
@@ -64,6 +67,7 @@ class PulsarClient:
         read_buffer_bytes: int = DEFAULT_READ_BUFFER_BYTES,
         subscription_prefix: str | None = None,
         read_compacted: bool = False,
+        chunk_limits: ChunkLimits | None = None,
     ) -> None:
         #: The configuration every connection of this client uses (built once).
         self.config = ClientConfig(
@@ -77,6 +81,7 @@ class PulsarClient:
             read_buffer_bytes,
             subscription_prefix,
             read_compacted,
+            chunk_limits=chunk_limits or ChunkLimits(),
         )
         self.service_url = self.config.service_url
         self.operation_timeout = operation_timeout
@@ -297,6 +302,7 @@ class PulsarClient:
         schema: SchemaInfo | None = None,
         private_key: str | Mapping[str, str] | None = None,
         crypto_failure_action: str = "fail",
+        crypto_stats: CryptoStats | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
         starts) as RecordBatches with the row schema.
@@ -316,25 +322,21 @@ class PulsarClient:
         may raise to end the read. ``schema`` goes in each SUBSCRIBE for the
         broker to check against the topic's (values stay bytes). ``private_key`` (a PEM
         URL, or name -> URL as JSON or a mapping) decrypts encrypted messages; any that do
-        not fail the read unless ``crypto_failure_action`` is ``discard`` or ``consume``.
+        not fail the read unless ``crypto_failure_action`` is ``discard`` or ``consume``;
+        discarded ones are logged, counted per partition in ``crypto_stats`` if given.
 
         Raises:
             ClientError: a malformed start or end, naming it.
         """
         first, last = start_bound(start, start_inclusive), end_bound(end, end_inclusive)
         for partition in self._partitions_of(parse_topic(topic)):
-            yield from PartitionReader(
-                self._lookup,
-                partition,
-                start=first,
-                end=last,
-                receiver_queue_size=receiver_queue_size,
-                batch_rows=batch_rows,
-                operation_timeout=self.operation_timeout,
-                missing_start=missing_start,
+            decrypt = make_decryptor(str(partition), private_key, crypto_failure_action)
+            yield from counting_discards(PartitionReader(
+                self._lookup, partition, start=first, end=last, decrypt=decrypt,
+                receiver_queue_size=receiver_queue_size, batch_rows=batch_rows,
+                operation_timeout=self.operation_timeout, missing_start=missing_start,
                 schema=schema,
-                decrypt=make_decryptor(str(partition), private_key, crypto_failure_action),
-            )
+            ), decrypt, crypto_stats)  # fmt: skip
 
     # -- id-level probes (no Arrow is built) ----------------------------------------
 

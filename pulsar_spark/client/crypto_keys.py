@@ -13,6 +13,10 @@ an ``EC PARAMETERS`` block before them ignored. Encrypted PEM is not.
 
 Errors name the option and the key name, and a ``file:`` path; never a
 ``data:`` URL or any PEM text, which hold the key.
+
+A read with the crypto failure action ``discard`` logs each message it drops
+at WARNING, then, once per partition read, how many (:func:`counting_discards`),
+and adds them to the caller's :class:`CryptoStats` when it gives one.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import logging
 import re
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -37,8 +42,10 @@ from ..protocol.encryptor import Encryptor
 from ..protocol.key_wrap import PrivateKey, PublicKey, check_private_key, check_public_key
 
 __all__ = [
+    "CryptoStats",
     "KeySpec",
     "check_key_spec",
+    "counting_discards",
     "load_private_keys",
     "load_public_keys",
     "make_decryptor",
@@ -56,6 +63,45 @@ _PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1----
 _PUBLIC_LABELS = ("PUBLIC KEY", "RSA PUBLIC KEY", "CERTIFICATE")
 _PRIVATE_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
 _DATA_MIME = "application/x-pem-file"
+_T = TypeVar("_T")
+
+
+@dataclass
+class CryptoStats:
+    """What a read's crypto failure action did, for the caller of
+    ``read_batches(..., crypto_stats=...)`` to read once the read is over (or
+    while it goes: each partition adds its count when its read ends)."""
+
+    #: Topic (a partition's name) -> messages discarded there (action ``discard``; a
+    #: batch counts its messages, a chunked message each of its chunks).
+    discarded: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_discarded(self) -> int:
+        return sum(self.discarded.values())
+
+
+def counting_discards(
+    items: Iterator[_T], decrypt: Decryptor, stats: CryptoStats | None = None
+) -> Iterator[_T]:
+    """``items`` (one partition's read with ``decrypt``); when the read ends (done,
+    failed or left early), one WARNING saying how many messages ``decrypt``
+    discarded, if any, and their count added to ``stats``."""
+    try:
+        yield from items
+    finally:
+        count = decrypt.discarded
+        if count:
+            topic = decrypt.topic or "the topic"
+            if stats is not None:
+                stats.discarded[topic] = stats.discarded.get(topic, 0) + count
+            _log.warning(
+                "discarded %d encrypted message%s of %s that did not decrypt "
+                "(cryptoFailureAction=discard; each is logged above with its id)",
+                count,
+                "" if count == 1 else "s",
+                topic,
+            )
 
 
 def parse_key_names(value: str | Sequence[str], *, option: str = "encryption_keys") -> list[str]:

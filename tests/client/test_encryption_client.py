@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.crypto_errors import DataKeyError, MissingPrivateKey
+from pulsar_spark.client.crypto_keys import CryptoStats
+from pulsar_spark.protocol.crypto_errors import CiphertextError, DataKeyError, MissingPrivateKey
 from pulsar_spark.protocol.encryption import ENCRYPTED_PROPERTIES
 from tests.support.official import produce
 
@@ -52,6 +54,21 @@ def _values(client: PulsarClient, topic: str, **kw) -> list[bytes]:
     ]
 
 
+def _entry(official_id: str) -> str:
+    """``ledger:entry`` of an id as the official client prints it, ``(l,e,p,b)``."""
+    ledger, entry = re.findall(r"-?\d+", official_id)[:2]
+    return f"{ledger}:{entry}"
+
+
+def assert_names_message(text: str, topic: str, entry: str, names: list[str]) -> None:
+    """The error names the topic, the message id (at ``entry``), every key name, and
+    says which option supplies a private key."""
+    assert topic in text, text
+    assert re.search(rf"message {entry}:-?\d+:-?\d+\b", text), text
+    assert "key names " + ", ".join(repr(n) for n in names) in text, text
+    assert "privateKey" in text and "private_key=" in text, text
+
+
 def test_read_batches_decrypts_with_a_file_or_data_url_and_bounds_inside_batches(
     pulsar_lite, topic_name, pairs
 ) -> None:
@@ -78,8 +95,9 @@ def test_read_batches_decrypts_with_a_file_or_data_url_and_bounds_inside_batches
             private_key=pair.priv_url,
         )
         assert got == sent[5:20]
-        with pytest.raises(MissingPrivateKey, match=r"'app'.*|privateKey"):
+        with pytest.raises(MissingPrivateKey) as info:
             _values(client, topic_name)
+        assert_names_message(str(info.value), topic_name, _entry(ids[0]), ["app"])
         with pytest.raises(DataKeyError, match="wrong private key"):
             _values(client, topic_name, private_key=pairs["b"].priv_url)
 
@@ -95,12 +113,26 @@ def test_crypto_failure_actions_discard_and_consume(pulsar_lite, topic_name, pai
     )
     produce(url, topic_name, [b"clear"])
     with PulsarClient(url) as client:
+        stats = CryptoStats()
         with caplog.at_level(logging.WARNING):
-            assert _values(client, topic_name, crypto_failure_action="discard") == [b"clear"]
-        assert any(
-            "discarded encrypted message" in r.getMessage() and topic_name in r.getMessage()
-            for r in caplog.records
-        )
+            got = _values(client, topic_name, crypto_failure_action="discard", crypto_stats=stats)
+            assert got == [b"clear"]
+        texts = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        # one line per discarded entry with its id, then one summary for the partition
+        each = [t for t in texts if t.startswith("discarded encrypted message ")]
+        assert len(each) == 1 and topic_name in each[0] and "key names app" in each[0]
+        summary = [t for t in texts if re.match(r"discarded \d+ encrypted messages? of ", t)]
+        assert len(summary) == 1, texts
+        assert summary[0].startswith("discarded 3 encrypted messages of ")
+        assert topic_name in summary[0] and "cryptoFailureAction=discard" in summary[0]
+        assert stats.total_discarded == 3 and len(stats.discarded) == 1
+        assert topic_name in next(iter(stats.discarded))
+        caplog.clear()
+        last = list(client.scan_ids(topic_name))[-1].message_id
+        with caplog.at_level(logging.WARNING):  # nothing discarded: no summary
+            got = _values(client, topic_name, start=last, crypto_failure_action="discard")
+            assert got == [b"clear"]
+        assert not [r for r in caplog.records if "discarded" in r.getMessage()]
         rows = [
             r
             for b in client.read_batches(topic_name, crypto_failure_action="consume")
@@ -157,3 +189,86 @@ def test_official_encrypted_chunked_messages_read_on_apache_pulsar(
             _values(client, topic_name)
         discarded = _values(client, topic_name, crypto_failure_action="discard")
         assert discarded == []
+
+
+def test_key_rotation_two_producers_two_key_names_read_with_a_map(
+    pulsar_lite, topic_name, pairs
+) -> None:
+    """Ours with key name 'k1', the official one with 'k2', then ours again: a topic
+    whose messages change keys over its life, read whole with a map of both keys."""
+    url, (a, b) = pulsar_lite.service_url, (pairs["a"], pairs["b"])
+    first = [f"ours-{i}".encode() for i in range(15)]
+    second = [f"official-{i}".encode() for i in range(15)]
+    third = [f"ours-again-{i}".encode() for i in range(5)]
+    with PulsarClient(url) as client:
+        with client.create_producer(
+            topic_name, compression="lz4", encryption_keys="k1", public_key=a.pub_url
+        ) as producer:
+            for value in first:
+                producer.send(value)
+            producer.flush()
+        official_ids = produce(url, topic_name, second, compression="ZSTD",
+                               batching_max_messages=4, encryption_key="k2",
+                               crypto_key_reader=b.reader())  # fmt: skip
+        with client.create_producer(
+            topic_name,
+            batching=False,
+            encryption_keys="k1",
+            public_key="data:application/x-pem-file;base64,"
+            + base64.b64encode(a.pub.read_bytes()).decode(),
+        ) as producer:
+            for value in third:
+                producer.send(value)
+            producer.flush()
+        both = json.dumps({"k1": a.priv_url, "k2": b.priv_data})
+        assert _values(client, topic_name, private_key=both) == first + second + third
+        # A map without k2: the first official message fails, named with its key name.
+        with pytest.raises(MissingPrivateKey) as info:
+            _values(client, topic_name, private_key=json.dumps({"k1": a.priv_url}))
+        assert_names_message(str(info.value), topic_name, _entry(official_ids[0]), ["k2"])
+        stats = CryptoStats()
+        only_k1 = _values(client, topic_name, private_key=json.dumps({"k1": a.priv_url}),
+                          crypto_failure_action="discard", crypto_stats=stats)  # fmt: skip
+        assert only_k1 == first + third and stats.total_discarded == len(second)
+
+
+def test_a_corrupted_ciphertext_fails_the_read_naming_its_id(
+    pulsar_lite, topic_name, pairs, monkeypatch
+) -> None:
+    """A payload altered after encryption (one bit of the ciphertext flipped before it
+    is sent): AES-GCM's tag does not match, and the read fails naming the message."""
+    from pulsar_spark.protocol.encryptor import Encryptor
+
+    url, pair = pulsar_lite.service_url, pairs["a"]
+    real = Encryptor.encrypt
+
+    def corrupting(self, metadata, payload, *, now):
+        out = bytearray(real(self, metadata, payload, now=now))
+        out[len(out) // 2] ^= 0x10
+        return bytes(out)
+
+    with PulsarClient(url) as client:
+        with client.create_producer(
+            topic_name, batching=False, encryption_keys="app", public_key=pair.pub_url
+        ) as producer:
+            producer.send(b"good")
+            producer.flush()
+            monkeypatch.setattr(Encryptor, "encrypt", corrupting)
+            producer.send(b"altered")
+            producer.flush()
+            monkeypatch.setattr(Encryptor, "encrypt", real)
+            producer.send(b"good again")
+            producer.flush()
+        refs = list(client.scan_ids(topic_name))
+        assert len(refs) == 3
+        with pytest.raises(CiphertextError) as info:
+            _values(client, topic_name, private_key=pair.priv_url)
+        text, bad = str(info.value), refs[1].message_id
+        assert "AES-GCM authentication failed" in text and topic_name in text
+        assert f"message {bad.ledger}:{bad.entry}:" in text and "'app'" in text
+        assert info.value.message_id is not None
+        assert info.value.message_id.startswith(f"{bad.ledger}:{bad.entry}:")
+        stats = CryptoStats()
+        got = _values(client, topic_name, private_key=pair.priv_url,
+                      crypto_failure_action="discard", crypto_stats=stats)  # fmt: skip
+        assert got == [b"good", b"good again"] and stats.total_discarded == 1
