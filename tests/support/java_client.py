@@ -15,7 +15,8 @@ A *schema spec* is a primitive's name (``"INT64"``, ``"INSTANT"``...),
 ``"AUTO_CONSUME"``, ``"PROTOBUF_NATIVE"``, or a dict: :func:`avro`, :func:`json_schema`,
 :func:`key_value`, ``{"type": "AVRO"|"JSON", "pojo": "Order"}`` (``Schema.AVRO(Order.class)``
 of SchemaTool's ``Order`` class: id, note, amount, tags, item {sku, qty}; or ``"Event"``: name
-and the java.time fields at (Instant), day (LocalDate), local (LocalDateTime)), ``{"type":
+and the java.time fields at (Instant), day (LocalDate), local (LocalDateTime); or ``"Times"``:
+at, day, local, name and time (LocalTime), declared in the schema's order), ``{"type":
 "STRING", "charset": "UTF-16"}`` (``new StringSchema(charset)``). The PROTOBUF_NATIVE message
 is built in Java from a ``FileDescriptorProto`` (no ``.proto`` file): :data:`PROTOBUF_ORDER`
 describes it.

@@ -226,10 +226,21 @@ public final class SchemaTool {
         public LocalDateTime local;
     }
 
+    /** Every java.time type Pulsar's reflection maps to a logical type, fields declared in
+     * the schema's (alphabetical) order: {"type": "AVRO"|"JSON", "pojo": "Times"}. */
+    public static final class Times {
+        public Instant at;
+        public LocalDate day;
+        public LocalDateTime local;
+        public String name;
+        public LocalTime time;
+    }
+
     static Class<?> pojoClass(JsonNode spec) {
         switch (spec.get("pojo").asText()) {
             case "Order": return Order.class;
             case "Event": return Event.class;
+            case "Times": return Times.class;
             default: throw new IllegalArgumentException("no POJO " + spec);
         }
     }
