@@ -5,6 +5,7 @@ encoders of values (and KEY_VALUE keys and values) into payloads for a schema.
 
     info = writer_schema(value_type)                       # AVRO / JSON / primitive / BYTES
     enc = PayloadEncoder(value_type, topic_info)           # SchemaMismatch now, if unfit
+                                                           # (PROTOBUF_NATIVE too: encode_proto)
     payloads = enc.encode(batch.column("value"))           # binary, null -> null_value
 
     kv = key_value_writer_schema(key_type, value_type, KeyValueEncoding.SEPARATED)
@@ -34,6 +35,7 @@ from .encode_errors import SchemaMismatch
 from .encode_json import JsonEncoder
 from .encode_key_value import inline_payloads
 from .encode_primitive import check_primitive, encode_primitive
+from .encode_proto import ProtoEncoder
 from .schema_arrow import primitive_schema_type
 
 __all__ = [
@@ -54,12 +56,14 @@ def writer_schema(
     struct: StructKind = "AVRO",
     *,
     name: str = "topLevelRecord",
+    namespace: str = "",
     topic: str = "",
 ) -> SchemaInfo:
     """The schema a sink registers for values of ``dtype``: a struct (or a list, a map...)
     is AVRO, or JSON with ``struct="JSON"`` (the data is the derived Avro schema either way,
-    :func:`~.encode_avro.avro_schema_json`); a primitive type its primitive schema
-    (:func:`~.schema_arrow.primitive_schema_type`; binary is BYTES).
+    :func:`~.encode_avro.avro_schema_json`, a record named ``name`` in ``namespace``); a
+    primitive type its primitive schema (:func:`~.schema_arrow.primitive_schema_type`;
+    binary is BYTES).
 
     Raises:
         UnmappableSchema: a type Avro cannot hold, naming the field.
@@ -67,7 +71,7 @@ def writer_schema(
     kind = primitive_schema_type(dtype)
     if kind is not None:
         return SchemaInfo.primitive(kind)
-    definition = avro_schema_json(dtype, name=name, topic=topic)
+    definition = avro_schema_json(dtype, name=name, namespace=namespace, topic=topic)
     return SchemaInfo.json(definition) if struct == "JSON" else SchemaInfo.avro(definition)
 
 
@@ -77,13 +81,16 @@ def key_value_writer_schema(
     encoding: KeyValueEncoding = KeyValueEncoding.INLINE,
     struct: StructKind = "AVRO",
     *,
+    name: str = "value",
+    namespace: str = "",
     topic: str = "",
 ) -> SchemaInfo:
     """The KEY_VALUE schema of a key type and a value type, each half as
-    :func:`writer_schema` makes it (records named ``key`` and ``value``)."""
+    :func:`writer_schema` makes it: the value's record named ``name``, the key's ``key``,
+    both in ``namespace``."""
     return key_value_schema(
-        writer_schema(key, struct, name="key", topic=topic),
-        writer_schema(value, struct, name="value", topic=topic),
+        writer_schema(key, struct, name="key", namespace=namespace, topic=topic),
+        writer_schema(value, struct, name=name, namespace=namespace, topic=topic),
         encoding,
     )
 
@@ -98,8 +105,8 @@ class PayloadEncoder:
 
     Raises:
         SchemaMismatch: ``dtype`` does not fit ``info``, naming the fields; a schema type
-            that cannot be written (KEY_VALUE: use :class:`KeyValueEncoder`; PROTOBUF...).
-        UnmappableSchema: schema data that is not a valid Avro schema.
+            that cannot be written (KEY_VALUE: use :class:`KeyValueEncoder`).
+        UnmappableSchema: schema data that does not parse (Avro, protobuf descriptors).
     """
 
     def __init__(self, dtype: pa.DataType, info: SchemaInfo, *, topic: str = "") -> None:
@@ -107,11 +114,13 @@ class PayloadEncoder:
         self.info = info
         self.topic = topic
         kind = info.type
-        self._struct: AvroEncoder | JsonEncoder | None = None
+        self._struct: AvroEncoder | JsonEncoder | ProtoEncoder | None = None
         if kind is SchemaType.AVRO:
             self._struct = AvroEncoder(dtype, info.data, topic=topic)
         elif kind is SchemaType.JSON:
             self._struct = JsonEncoder(dtype, info.data, topic=topic)
+        elif kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
+            self._struct = ProtoEncoder(dtype, info, topic=topic)
         elif kind.is_primitive:
             charset = info.properties.get("__charset", "UTF-8")
             if kind is SchemaType.STRING and charset.upper().replace("-", "") != "UTF8":

@@ -175,10 +175,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("jsonSchema", ("valueJsonSchema",), READ, sch.json_schema, "json_schema", None,
            "JSON values' type: a Spark DDL string (`id BIGINT, name STRING`) or an Avro "
            "schema (JSON), for topics with no schema in the broker"),
-    Option("protobufSchema", ("valueProtobufSchema",), READ, sch.protobuf_schema,
+    Option("protobufSchema", ("valueProtobufSchema",), ALL, sch.protobuf_schema,
            "protobuf_schema", None,
            "a protobuf message for values: PROTOBUF_NATIVE schema data (JSON) or "
-           "`pkg.Msg:<base64 FileDescriptorSet>`, for topics with no schema in the broker"),
+           "`pkg.Msg:<base64 FileDescriptorSet>`: reads decode topics with no schema in "
+           "the broker; writes encode a struct `value` and register it"),
     Option("decodeErrorMode", (), READ, sch.decode_error_mode, "decode_error_mode", "fail",
            "`fail`: a value that does not decode fails the task, naming the message id, "
            "schema version and field; `deadLetter`: its `value` is null and a `decodeError` "
@@ -187,7 +188,9 @@ OPTIONS: tuple[Option, ...] = (
            "the schema a struct `value` is written with: `avro` or `json`"),
     Option("recordName", (), WRITE, v.non_empty, "record_name", "topLevelRecord",
            "the name of the record a struct `value` is written as (Avro readers match "
-           "records by name: use the name of the consumer's class, e.g. `Order`)"),
+           "records by name: use the name of the consumer's class, e.g. `Order`); under "
+           "`keyValueEncoding`, the value's record (`value` without it; a struct key's "
+           "is `key`)"),
     Option("recordNamespace", (), WRITE, v.non_empty, "record_namespace", None,
            "the namespace of that record (e.g. `com.example`)"),
     Option("keyValueEncoding", (), WRITE, sch.key_value_encoding, "key_value_encoding", None,

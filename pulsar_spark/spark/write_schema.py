@@ -5,7 +5,8 @@ types, the options and the topic's latest schema (None on pulsar-lite)::
 
     schemaMode=raw, or a binary value      no schema, payloads as given (as before
                                            schemas; a string value is sent as UTF-8)
-    avroSchema                             that AVRO schema (the broker checks it)
+    avroSchema, protobufSchema             that AVRO / PROTOBUF_NATIVE schema (the broker
+                                           checks it)
     keyValueEncoding                       KEY_VALUE of the key's and value's types, or
                                            the topic's KEY_VALUE schema when they fit it
                                            (another encoding than the topic's: an error)
@@ -14,7 +15,14 @@ types, the options and the topic's latest schema (None on pulsar-lite)::
     the topic has a schema                 that schema, when the DataFrame fits it; else
                                            PulsarWriteError naming the fields
     otherwise                              derived: a struct is AVRO (valueSchemaType=json:
-                                           JSON), a primitive its primitive schema
+                                           JSON) named by recordName/recordNamespace, a
+                                           primitive its primitive schema; under
+                                           keyValueEncoding the value's record is named so
+                                           and the key's ``key``
+
+A topic whose schema is PROTOBUF_NATIVE takes a struct ``value`` whose fields
+are the message's (as reads give them), encoded by
+:mod:`~pulsar_spark.columnar.encode_proto`.
 
 The producer sends the schema with PRODUCER: the broker registers it or
 refuses it (``IncompatibleSchemaError`` naming the topic and type), before
@@ -30,8 +38,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..client.schemas import VersionedSchema
-from ..columnar.encode_avro import avro_schema_json
 from ..columnar.encode_errors import SchemaMismatch
+from ..columnar.encode_proto import native_writer_schema
 from ..columnar.encode_schema import (
     KeyValueEncoder,
     PayloadEncoder,
@@ -39,7 +47,6 @@ from ..columnar.encode_schema import (
     key_value_writer_schema,
     writer_schema,
 )
-from ..columnar.schema_arrow import primitive_schema_type
 from ..columnar.schema_errors import SchemaError
 from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
 from .errors import PulsarWriteError
@@ -107,8 +114,16 @@ def plan_write(
                 raise _failed(topic, exc, f"with its schema ({existing.describe()})") from None
             return WritePlan(topic, existing, key_value=True)
         assert options.key_value_encoding is not None
+        named = "recordName" in options.given
         try:
-            info = key_value_writer_schema(key, value, options.key_value_encoding, struct)
+            info = key_value_writer_schema(
+                key,
+                value,
+                options.key_value_encoding,
+                struct,
+                name=options.record_name if named else "value",
+                namespace=options.record_namespace or "",
+            )
             KeyValueEncoder(key, value, info, topic=topic)
         except SchemaError as exc:
             raise _failed(topic, exc, "as KEY_VALUE") from None
@@ -117,6 +132,12 @@ def plan_write(
         return WritePlan(topic, None)
     if options.avro_schema is not None:
         info, what = options.avro_schema, "with the avroSchema option's schema"
+    elif options.protobuf_schema is not None:
+        what = "with the protobufSchema option's schema"
+        try:
+            info = native_writer_schema(options.protobuf_schema, topic=topic)
+        except SchemaError as exc:
+            raise _failed(topic, exc, what) from None
     elif existing is not None:
         info, what = existing, f"with its schema ({existing.describe()})"
     elif _is_text(value) and existing is None:
@@ -152,12 +173,13 @@ def _derived(
     value: pa.DataType, struct: StructKind, options: PulsarOptions, topic: str
 ) -> SchemaInfo:
     """The schema derived from the value's type, a record named by the options."""
-    if options.record_namespace is None or primitive_schema_type(value) is not None:
-        return writer_schema(value, struct, name=options.record_name, topic=topic)
-    definition = avro_schema_json(
-        value, name=options.record_name, namespace=options.record_namespace, topic=topic
+    return writer_schema(
+        value,
+        struct,
+        name=options.record_name,
+        namespace=options.record_namespace or "",
+        topic=topic,
     )
-    return SchemaInfo.json(definition) if struct == "JSON" else SchemaInfo.avro(definition)
 
 
 class RowEncoder:

@@ -23,10 +23,12 @@ from pulsar_spark.columnar.encode_schema import (
     key_value_writer_schema,
     writer_schema,
 )
+from pulsar_spark.columnar.schema_errors import UnmappableSchema
 from pulsar_spark.protocol.schema_info import (
     KeyValueEncoding,
     SchemaInfo,
     SchemaType,
+    key_value_schema,
     split_key_value,
 )
 
@@ -76,8 +78,10 @@ def test_payload_encoders_refuse_what_they_cannot_write() -> None:
     with pytest.raises(SchemaMismatch, match="KEY_VALUE"):
         PayloadEncoder(_RECORD, key_value_writer_schema(pa.string(), _RECORD))
     protobuf = SchemaInfo(SchemaType.PROTOBUF_NATIVE, "", b"{}")
-    with pytest.raises(SchemaMismatch, match="PROTOBUF_NATIVE"):
+    with pytest.raises(UnmappableSchema, match="fileDescriptorSet"):
         PayloadEncoder(_RECORD, protobuf)
+    with pytest.raises(SchemaMismatch, match="AUTO_CONSUME"):
+        PayloadEncoder(_RECORD, SchemaInfo(SchemaType.AUTO_CONSUME, "", b""))
     latin = SchemaInfo(SchemaType.STRING, "String", b"", {"__charset": "ISO-8859-1"})
     with pytest.raises(SchemaMismatch, match="ISO-8859-1"):
         PayloadEncoder(pa.string(), latin)
@@ -132,6 +136,53 @@ def test_key_value_schemas_and_payloads() -> None:
         bytes.fromhex("000000026b31") + bytes.fromhex("000000020200"),
         bytes.fromhex("ffffffffffffffff"),
     ]
+
+
+def test_key_value_records_are_named() -> None:
+    """The value's record takes recordName and recordNamespace (the key's is ``key``, in
+    the same namespace); without them, ``key`` and ``value`` as before."""
+    named = key_value_writer_schema(
+        _RECORD, _RECORD, KeyValueEncoding.INLINE, name="Order", namespace="com.example"
+    )
+    halves = split_key_value(named)
+    key, value = json.loads(halves.key.data), json.loads(halves.value.data)
+    assert (key["name"], key["namespace"]) == ("key", "com.example")
+    assert (value["name"], value["namespace"]) == ("Order", "com.example")
+    plain = split_key_value(key_value_writer_schema(_RECORD, _RECORD, struct="JSON"))
+    assert plain.value.type is SchemaType.JSON
+    assert [json.loads(h.data)["name"] for h in (plain.key, plain.value)] == ["key", "value"]
+    assert "namespace" not in json.loads(plain.value.data)
+
+
+def test_protobuf_native_values_are_encoded() -> None:
+    from google.protobuf import descriptor_pb2
+
+    fds = descriptor_pb2.FileDescriptorSet()
+    file = fds.file.add(name="o.proto", package="o", syntax="proto3")
+    order = file.message_type.add(name="Order")
+    fd = descriptor_pb2.FieldDescriptorProto
+    order.field.add(name="id", number=1, type=fd.TYPE_INT64, label=fd.LABEL_OPTIONAL)
+    order.field.add(name="name", number=2, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
+    data = {
+        "fileDescriptorSet": base64.b64encode(fds.SerializeToString()).decode(),
+        "rootMessageTypeName": "o.Order",
+        "rootFileDescriptorName": "o.proto",
+    }
+    info = SchemaInfo(SchemaType.PROTOBUF_NATIVE, "", json.dumps(data).encode())
+    values = pa.array([{"id": 150, "name": "x"}, None, {"id": 0, "name": None}], _RECORD)
+    with pytest.raises(SchemaMismatch) as caught:
+        PayloadEncoder(_RECORD, info).encode(values)
+    assert caught.value.fields == ["name"]  # proto3 string: no presence, no null
+    values = pa.array([{"id": 150, "name": "x"}, None, {"id": 0, "name": ""}], _RECORD)
+    assert PayloadEncoder(_RECORD, info).encode(values).to_pylist() == [
+        bytes.fromhex("089601") + b"\x12\x01x",
+        None,
+        b"",
+    ]
+    kv = key_value_schema(SchemaInfo.primitive(SchemaType.STRING), info)
+    pairs = KeyValueEncoder(pa.string(), _RECORD, kv).encode(pa.array(["k"]), values.slice(0, 1))
+    value = bytes.fromhex("089601") + b"\x12\x01x"
+    assert pairs.payloads.to_pylist() == [b"\x00\x00\x00\x01k\x00\x00\x00\x06" + value]
 
 
 def test_key_value_mismatches_name_the_half() -> None:

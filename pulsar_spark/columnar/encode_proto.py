@@ -1,0 +1,162 @@
+"""Arrow values encoded as protobuf messages (PROTOBUF_NATIVE, and PROTOBUF with field
+numbers), one payload per row, columnar: the columns checked against the message first.
+
+::
+
+    enc = ProtoEncoder(struct_type, topic_schema_info)   # SchemaMismatch if it does not fit
+    payloads = enc.encode(batch)                         # binary, null where the row is null
+    info = native_writer_schema(info)                    # rootFileDescriptorName filled in
+
+Columns map to fields as reads give them (:mod:`.proto_schema`'s table; what
+fits: :mod:`.encode_proto_fit`), by name. Bytes are what protobuf itself
+serializes for the same values: fields in field-number order, packed
+repeated scalars where the descriptor packs them (proto3's default), proto3
+fields without presence left out when they hold the default, a null field
+with presence absent, map entries with both key and value. A null row gives
+a null payload (sent with ``null_value``).
+
+PROTOBUF (non-native) schemas describe their top-level scalar fields only
+(``__PARSING_INFO__``, :mod:`.proto_avro`); their values are written unpacked
+and every non-null value explicitly, which proto2 and proto3 readers alike read
+as given.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from ..protocol.schema_info import SchemaInfo, SchemaType
+from .encode_avro import Values, value_array
+from .encode_avro_nodes import valid_mask
+from .encode_errors import Misfit, SchemaMismatch
+from .encode_pieces import expand, join, to_arrow
+from .encode_proto_fields import MessageEnc
+from .encode_proto_fit import Layout, fit_message, layout_of
+from .proto_schema import ProtoMessage, describe, parse_native
+from .schema_errors import UnmappableSchema
+
+__all__ = ["ProtoEncoder", "native_writer_schema", "proto_layout"]
+
+
+@functools.lru_cache(maxsize=32)
+def proto_layout(info: SchemaInfo, *, topic: str = "") -> tuple[ProtoMessage, Layout]:
+    """The message of a PROTOBUF_NATIVE or PROTOBUF schema and how protobuf lays out its
+    fields (:func:`~.encode_proto_fit.layout_of`; empty for PROTOBUF: unpacked, explicit).
+
+    Raises:
+        UnmappableSchema: schema data that does not parse, or a message without an Arrow
+            type.
+    """
+    if info.type is SchemaType.PROTOBUF:
+        from .proto_avro import parse_parsing_info
+
+        return parse_parsing_info(info, topic=topic), {}
+    if info.type is not SchemaType.PROTOBUF_NATIVE:
+        msg = f"a {info.describe()} schema is not a protobuf schema"
+        raise UnmappableSchema(msg, topic=topic)
+    message = parse_native(info.data, topic=topic)  # checks the data
+    from google.protobuf import descriptor_pb2
+
+    from .proto_schema import _pool
+
+    parsed = json.loads(info.data)
+    files = descriptor_pb2.FileDescriptorSet.FromString(
+        base64.b64decode(parsed["fileDescriptorSet"])
+    )
+    pool = _pool(files, topic)
+    root = str(parsed["rootMessageTypeName"])
+    assert describe(pool, root, topic=topic) == message
+    return message, layout_of(pool.FindMessageTypeByName(root))  # type: ignore[attr-defined]
+
+
+def native_writer_schema(info: SchemaInfo, *, topic: str = "") -> SchemaInfo:
+    """PROTOBUF_NATIVE schema data as a producer registers it: with the
+    ``rootFileDescriptorName`` the broker's checks need (the file of the set that
+    declares the root message), filled in when missing or empty; else ``info`` itself.
+
+    Raises:
+        UnmappableSchema: no file of the set declares the root message.
+    """
+    if info.type is not SchemaType.PROTOBUF_NATIVE:
+        return info
+    parse_native(info.data, topic=topic)  # checks the data
+    parsed = json.loads(info.data)
+    if parsed.get("rootFileDescriptorName"):
+        return info
+    from google.protobuf import descriptor_pb2
+
+    root = str(parsed["rootMessageTypeName"])
+    files = descriptor_pb2.FileDescriptorSet.FromString(
+        base64.b64decode(parsed["fileDescriptorSet"])
+    )
+    for file in files.file:
+        prefix = f"{file.package}." if file.package else ""
+        if any(root == prefix + m.name or root.startswith(prefix + m.name + ".")
+               for m in file.message_type):  # fmt: skip
+            parsed["rootFileDescriptorName"] = file.name
+            data = json.dumps(parsed, separators=(",", ":")).encode()
+            return SchemaInfo(info.type, info.name, data, dict(info.properties))
+    msg = f"no file of the descriptor set declares the message {root}"
+    raise UnmappableSchema(msg, topic=topic)
+
+
+class ProtoEncoder:
+    """Values of one Arrow type (a struct) encoded as messages of one protobuf schema.
+
+    Args:
+        dtype: the values' Arrow type (see :func:`~.encode_avro.value_type`).
+        info: a PROTOBUF_NATIVE (or PROTOBUF) schema.
+        topic: named in errors.
+
+    Raises:
+        SchemaMismatch: ``dtype`` does not fit the message; names every field at fault.
+        UnmappableSchema: schema data that does not parse.
+    """
+
+    def __init__(self, dtype: pa.DataType, info: SchemaInfo, *, topic: str = "") -> None:
+        self.dtype = dtype
+        self.info = info
+        self.topic = topic
+        self.message, self.layout = proto_layout(info, topic=topic)
+        self.kind = info.type.name
+        self.enc = self._fit(dtype)
+        self._others: dict[pa.DataType, MessageEnc] = {}
+
+    def _fit(self, dtype: pa.DataType) -> MessageEnc:
+        misfits: list[Misfit] = []
+        enc = fit_message(dtype, self.message, self.layout, misfits)
+        if misfits or enc is None:
+            raise SchemaMismatch.of(misfits, topic=self.topic, schema=self.kind)
+        return enc
+
+    def encode(self, values: Values) -> pa.Array:
+        """One payload per row: a binary array, null where the value is null.
+
+        Raises:
+            SchemaMismatch: values the message cannot hold (a null where the field has no
+                presence, an integer out of range, an unknown enum name, two members of a
+                oneof...), naming the field; values of a type that does not fit.
+        """
+        array = value_array(values)
+        enc = self.enc
+        if array.type != self.dtype:  # another nullability, say: checked again
+            if array.type not in self._others:
+                self._others[array.type] = self._fit(array.type)
+            enc = self._others[array.type]
+        rows = len(array)
+        valid = valid_mask(array)
+        nulls = rows - int(np.count_nonzero(valid))
+        try:
+            if nulls:
+                kept = array.filter(pa.array(valid))
+                pieces = [expand(p, valid) for p in enc.body(kept)]
+            else:
+                pieces = enc.body(array)
+        except SchemaMismatch as exc:
+            raise SchemaMismatch(exc.reason, topic=self.topic, field=exc.field) from None
+        return to_arrow(join(pieces, rows), valid if nulls else None)
