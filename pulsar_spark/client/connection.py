@@ -21,15 +21,16 @@ from collections.abc import Callable
 
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
-from ..protocol.errors import ProtocolError, PulsarError, server_error
+from ..protocol.errors import ProtocolError, PulsarError
 from ..protocol.framing import Frame, FrameDecoder, command_name, encode_command, subcommand
 from .capabilities import Capabilities
 from .config import ClientConfig, TlsOptions
 from .dispatch import Handler, Key, Kind, route
-from .errors import ConnectionClosed, OperationTimeout, UnexpectedAnswer
+from .errors import ConnectionClosed
 from .handshake import CLIENT_VERSION, PROTOCOL_VERSION, auth_response, handshake
 from .names import ServiceUrl
 from .transport import Transport
+from .waiter import Waiter
 
 __all__ = [
     "CLIENT_VERSION",
@@ -44,15 +45,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = pb.BaseCommand
-
-
-class _Waiter:
-    __slots__ = ("done", "error", "frame")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.frame: Frame | None = None
-        self.error: BaseException | None = None
 
 
 class Connection:
@@ -80,13 +72,16 @@ class Connection:
         self._transport: Transport | None = None
         self._decoder = FrameDecoder()
         self._lock = threading.Lock()
-        self._waiters: dict[Key, _Waiter] = {}
+        self._waiters: dict[Key, Waiter] = {}
         self._handlers: dict[Key, Handler] = {}
         self._ids = {kind: itertools.count() for kind in Kind}
         self._closed = threading.Event()
         self._close_error: PulsarError | None = None
         self._reader: threading.Thread | None = None
         self._last_received = time.monotonic()
+        #: Monotonic time bytes last came that completed no frame: a frame longer than
+        #: one read was arriving, and whatever the broker sent after it waited.
+        self.arriving_at = 0.0
         self.server_version = ""
         self.protocol_version = 0
         self.max_message_size: int | None = None
@@ -241,44 +236,28 @@ class Connection:
         Raises:
             ServerError: the broker answered ERROR (per-code subclass).
             UnexpectedAnswer: the broker answered with another command type.
-            OperationTimeout: no answer in time.
+            OperationTimeout: no answer within the timeout (``timeout``, else the
+                operation timeout) of nothing moving on the connection
+                (:mod:`.waiter`).
             ConnectionClosed: the connection went away first.
         """
         if expect is None:
             expect = commands.ANSWERS[command.type]
         key = Key(Kind.REQUEST, subcommand(command).request_id)
-        waiter = _Waiter()
+        waiter = Waiter()
         with self._lock:
             if self._closed.is_set():
                 raise self._closed_error()
             self._waiters[key] = waiter
+        name = command_name(command.type)
         try:
             self._send(encode_command(command))
             wait = self.operation_timeout if timeout is None else timeout
-            if not waiter.done.wait(wait):
-                msg = (
-                    f"no answer to {command_name(command.type)} ({key}) from "
-                    f"{self.address} within {wait:g} s"
-                )
-                raise OperationTimeout(msg)
+            waiter.wait(wait, self.moving_at, f"{name} ({key}) from {self.address}")
         finally:
             with self._lock:
                 self._waiters.pop(key, None)
-        if waiter.error is not None:
-            raise waiter.error
-        frame = waiter.frame
-        assert frame is not None
-        what = f"{command_name(command.type)} to {self.address}"
-        if frame.command.type == T.ERROR:
-            err = frame.command.error
-            raise server_error(err.error, err.message, context=what)
-        if frame.command.type != expect:
-            msg = (
-                f"{what} ({key}) was answered with {command_name(frame.command.type)}, "
-                f"not {command_name(expect)}"
-            )
-            raise UnexpectedAnswer(msg)
-        return frame
+        return waiter.answer(f"{name} to {self.address}", key, expect)
 
     # -- the reader thread ---------------------------------------------------------
 
@@ -297,9 +276,12 @@ class Connection:
                 if not data:
                     error = ConnectionClosed(f"{self.address} closed the connection")
                     break
-                self._last_received = time.monotonic()
+                self._last_received = now = time.monotonic()
+                before = self._decoder.offset
                 self._decoder.feed(data)
                 self._dispatch_buffered()
+                if self._decoder.offset == before:
+                    self.arriving_at = now
             else:
                 return
         except ProtocolError as exc:
@@ -310,6 +292,15 @@ class Connection:
         except PulsarError as exc:
             error = exc
         self._shutdown(error)
+
+    def moving_at(self) -> float:
+        """When frames last moved that others may be queued behind: now while frames
+        wait to be written (a write that moves nothing for the operation timeout
+        closes the connection), else :attr:`arriving_at`."""
+        transport = self._transport
+        if transport is not None and transport.busy:
+            return time.monotonic()
+        return self.arriving_at
 
     def _dispatch_buffered(self) -> None:
         while (frame := self._decoder.next_frame()) is not None:

@@ -23,9 +23,8 @@ On a lost connection, CLOSE_CONSUMER or TOPIC_MIGRATED the reader looks the
 topic up again and re-subscribes from the last entry it processed
 (exclusive), with backoff bounded by the operation timeout (:mod:`.retry`):
 no message is lost and none is delivered twice. Chunked messages across the
-read's end are handled by :class:`~.chunk_bounds.ChunkBounds`, entries lost
-during the read (a ledger removed, a topic deleted and created again) by
-:class:`~.read_gaps.GapWatch`.
+read's end are handled by :class:`~.chunk_bounds.ChunkBounds`, entries lost (a
+ledger removed, a topic deleted and created again) by :class:`~.read_gaps.GapWatch`.
 """
 
 from __future__ import annotations
@@ -57,6 +56,7 @@ from .read_time import message_id_at_time
 from .reader_session import ReaderSession
 from .retry import may_retry
 from .sinks import ArrowSink, Delivered, IdSink, MessageRef
+from .waiter import quiet_for
 
 if TYPE_CHECKING:
     from ..protocol.encryption import Decryptor
@@ -95,7 +95,7 @@ class PartitionReader(ReaderSession):
             names them (:mod:`.read_gaps`).
     """
 
-    #: Seconds without a message, while the broker has more, before re-subscribing.
+    #: Seconds with nothing moving, while the broker has more, before re-subscribing.
     STALL = 10.0
     #: Seconds the read waits past its end for the missing chunks of a message it
     #: began (the Java consumer's expireTimeOfIncompleteChunkedMessage).
@@ -364,10 +364,10 @@ class PartitionReader(ReaderSession):
     def _passed_end(self, end: MessageId) -> bool:
         """After a quiet spell: is there nothing more to come before ``end``?
 
-        When the broker has more but sends nothing for :attr:`STALL` seconds, the
-        consumer is re-created: a subscription that raced with a topic unload can
-        stay attached to the closed topic, answering requests but never
-        dispatching (seen on Apache Pulsar 4.0 under repeated unloads).
+        When the broker has more but nothing moves (:func:`~.waiter.quiet_for`) for
+        :attr:`STALL` seconds, the consumer is re-created: a subscription that raced
+        with a topic unload can stay attached to the closed topic, answering
+        requests but never dispatching (seen on Apache Pulsar 4.0 under unloads).
         """
         try:
             last = self._live().last_message_id()
@@ -377,7 +377,7 @@ class PartitionReader(ReaderSession):
             self._reconnect(str(exc))
             return False
         seen = self._processed or (-1, -1)
-        quiet = time.monotonic() - self._idle_since
+        quiet = quiet_for(self._idle_since, self._live().conn.moving_at(), self._timeout)
         if self._gaps.topic_short(last, self._reached(), self._needed):
             return True  # what was left to read is gone (reported)
         if last is None or (last.ledger, last.entry) <= seen:

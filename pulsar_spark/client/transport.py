@@ -191,6 +191,11 @@ class Transport:
             out.notify_all()
         return True
 
+    @property
+    def busy(self) -> bool:
+        """Whether frames wait to be written, or are being written (unlocked: a hint)."""
+        return bool(self._outbox) or self._writing
+
     def drain(self, timeout: float) -> bool:
         """Wait until everything queued is written (at most ``timeout`` s)."""
         with self._out:

@@ -97,6 +97,36 @@ def test_a_5_mb_message_over_a_1_mbit_link_goes_once(pulsar_lite, fault_proxy, t
         assert _values(client, topic_name) == [b"before", big, b"after"]
 
 
+def test_a_5_mb_message_over_a_2_mbit_link_is_read(pulsar_lite, fault_proxy, topic_name) -> None:
+    # One MESSAGE frame of 5,000,000 bytes at 250,000 bytes/s: 20 s on the wire, twice
+    # the reader's 10 s stall bound (PartitionReader.STALL) and four times the 5 s
+    # operation timeout set here (2 Mbit/s rather than 1: the same point in half the
+    # time). A frame used to count as progress only once whole: the answer to
+    # GET_LAST_MESSAGE_ID, queued behind it, timed out, and the reader took the quiet
+    # link for a stalled subscription. Now bytes still arriving count. One permit at a
+    # time: the read's end is fixed before the big message is dispatched, so the
+    # reader waits through it with nothing dispatched (the stall path), and asks for
+    # the last id again meanwhile (the request path).
+    big = random.Random(5).randbytes(5_000_000)
+    sent = [b"before", big, b"after"]
+    with (
+        PulsarClient(pulsar_lite.service_url) as client,
+        client.create_producer(topic_name, batching=False) as producer,
+    ):
+        for value in sent:
+            producer.send(value)
+    proxy = fault_proxy(pulsar_lite, to_client=Throttle(rate=mbit(2)))
+    started = time.monotonic()
+    with PulsarClient(proxy.service_url, operation_timeout=5) as client:
+        batches = client.read_batches(topic_name, receiver_queue_size=1)
+        values = [v for b in batches for v in b.column("value").to_pylist()]
+    elapsed = time.monotonic() - started
+    print(f"\n5 MB read over 2 Mbit/s: {elapsed:.1f} s, {proxy.connections_accepted} conn")
+    assert values == sent  # each once, in order
+    assert proxy.connections_accepted == 1  # no reconnect, no re-subscription elsewhere
+    assert elapsed >= 15  # the link was that slow
+
+
 def test_a_stalled_write_fails_within_the_operation_timeout(
     pulsar_lite, fault_proxy, topic_name
 ) -> None:
