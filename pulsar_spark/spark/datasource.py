@@ -31,6 +31,7 @@ from pyspark.sql.types import StructType  # noqa: E402
 
 from ..columnar import ROW_SCHEMA  # noqa: E402
 from .errors import PulsarOptionError, PulsarSchemaError, PulsarWriteError  # noqa: E402
+from .option_crypto import warn_unredacted_keys  # noqa: E402
 from .options import PulsarOptions, Scope, parse_options  # noqa: E402
 from .read_schema import ReadSchema  # noqa: E402
 from .reader import PulsarBatchReader  # noqa: E402
@@ -82,6 +83,24 @@ def _check_projection(schema: StructType, expected: StructType) -> None:
         raise PulsarSchemaError(msg)
 
 
+def _check_consume_marked(schema: StructType, parsed: PulsarOptions) -> None:
+    """``cryptoFailureAction=consume`` hands on a message that does not decrypt as it
+    is, ciphertext in ``value``, marked only by its ``properties``
+    (``pulsar.encryption.keys``...): a projection must keep that column."""
+    if parsed.crypto_failure_action != "consume" or "properties" in schema.names:
+        return
+    msg = (
+        "is consume, which hands on a message that does not decrypt as it is (its `value` "
+        "is ciphertext), marked as such only by its `properties` column "
+        "(pulsar.encryption.keys and more). The schema given to the read ("
+        + ", ".join(schema.names)
+        + ") leaves out the column `properties`, so its ciphertext could not be told from "
+        "data: add `properties map<string,string>` to .schema(...), or use "
+        "cryptoFailureAction fail (the default) or discard"
+    )
+    raise PulsarOptionError(option="cryptoFailureAction", message=msg)
+
+
 class PulsarDataSource(DataSource):
     """Apache Pulsar topics as a Spark batch source and sink (format ``"pulsar"``)."""
 
@@ -122,6 +141,9 @@ class PulsarDataSource(DataSource):
         expected = spark_schema(read.arrow)
         if schema != expected:
             _check_projection(schema, expected)
+            _check_consume_marked(schema, self.parsed)
+        if scope is Scope.STREAM_READ:  # a stream's plan shows its options (not a batch's)
+            warn_unredacted_keys(self.options)
         return read
 
     def reader(self, schema: StructType) -> PulsarBatchReader:
