@@ -7,6 +7,13 @@ remaining chunks (and only those), up to the reader's ``CHUNK_WAIT`` seconds
 after the last chunk came, and the next range, which starts after its first
 chunks, drops the rest as begun before it.
 
+An incomplete message is bounded by count, by bytes and by age
+(:class:`~.chunk_limits.ChunkLimits`, from the client's configuration): beyond any
+bound the read fails naming the message and its first chunk, or, when the user
+chose dropping, drops the oldest with a WARNING naming them. The age is measured
+from the first chunk's arrival and checked as each chunk comes (only chunks add to
+what is held): a message no later chunk completes within the expiry is not kept.
+
 Chunks of an end-to-end encrypted message are each encrypted on their own:
 they are decrypted one by one before they are put together
 (:func:`~..protocol.encryption.open_chunk`), and one its crypto failure action
@@ -17,12 +24,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.chunks import ChunkAssembler, ChunkedMessage, is_chunk
 from ..protocol.encryption_fields import open_chunk
 from ..protocol.errors import ChunkError
+from .chunk_limits import ChunkLimits
 from .names import TopicName
 
 if TYPE_CHECKING:
@@ -41,15 +50,19 @@ class ChunkBounds:
     """The chunked messages a reader is putting together.
 
     Args:
-        reader: for its topic, its partition and its ``CHUNK_WAIT`` (read at
-            each use, so that a test may change it on the class).
+        reader: for its topic, its partition, its ``CHUNK_WAIT`` (read at each
+            use, so that a test may change it on the class) and its client's
+            ``chunk_limits`` (``reader.lookup.config``; the defaults without one).
         log: where warnings about dropped messages go.
         max_bytes: most bytes the messages being put together may hold (a part
             of the read's budget); beyond it the read fails, naming the message.
-        drop_incomplete: beyond the bounds (count, bytes), drop the oldest
+        drop_incomplete: beyond the bounds (count, bytes, age), drop the oldest
             incomplete messages with a WARNING naming each, as the Java consumer
-            does (``autoAckOldestChunkedMessageOnQueueFull``), instead of failing.
+            does (``autoAckOldestChunkedMessageOnQueueFull``), instead of failing;
+            also when the limits say so.
         decrypt: decrypts encrypted chunks (or applies the crypto failure action).
+        limits: instead of the client's.
+        clock: seconds, for the age of incomplete messages.
     """
 
     def __init__(
@@ -60,14 +73,26 @@ class ChunkBounds:
         max_bytes: int | None = None,
         drop_incomplete: bool = False,
         decrypt: Decryptor | None = None,
+        limits: ChunkLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if limits is None:
+            config = getattr(getattr(reader, "lookup", None), "config", None)
+            limits = getattr(config, "chunk_limits", None) or ChunkLimits()
+        self.limits = limits
         self._reader = reader
         self.decrypt = decrypt
         self._log = log
-        self._drop = drop_incomplete
-        self._assembler = ChunkAssembler(max_bytes=max_bytes, make_room=drop_incomplete)
+        self._drop = drop_incomplete or limits.drop_incomplete
+        self._assembler = ChunkAssembler(
+            max_pending=limits.max_pending, max_bytes=max_bytes, make_room=self._drop
+        )
+        self._clock = clock
         #: When the last chunk came (how long a chunked message has been waited for).
         self._chunk_at = 0.0
+        #: uuid -> when its first chunk came, oldest first (entries of messages no
+        #: longer being put together go when met at the head, or when they end).
+        self._began: dict[str, float] = {}
 
     @property
     def pending(self) -> int:
@@ -91,7 +116,7 @@ class ChunkBounds:
         Raises:
             ChunkError: inconsistent chunks, or too many messages interleaved.
         """
-        self._chunk_at = time.monotonic()
+        now = self._chunk_at = self._clock()
         chunks = self._assembler
         reader = self._reader
         where = f"{ledger}:{entry_id}:{reader.partition}:-1"
@@ -99,21 +124,68 @@ class ChunkBounds:
         if opened is None:  # discarded (crypto failure action): logged and counted there
             return None
         whole = chunks.add(ledger, entry_id, *opened, partition=reader.partition)
+        began = self._began
+        if whole is not None:
+            began.pop(metadata.uuid, None)
+        elif metadata.chunk_id == 0 and self.limits.expiry and metadata.uuid in chunks:
+            began.pop(metadata.uuid, None)  # begun (again): the youngest
+            began[metadata.uuid] = now
         if chunks.evicted and self._drop:
             for name in chunks.evicted:
+                began.pop(name, None)
                 self._log.warning(
                     "%s: dropping incomplete chunked message %r to stay within %d messages "
-                    "and %s bytes being put together",
+                    "(maxPendingChunkedMessage) and %s bytes being put together",
                     *(reader.topic, name, chunks.max_pending, chunks.max_bytes),
                 )
             chunks.evicted.clear()
         if chunks.evicted:
             msg = (
                 f"{reader.topic}: more than {chunks.max_pending} chunked messages "
-                f"interleaved; message {chunks.evicted[0]!r} would be lost"
+                f"interleaved (maxPendingChunkedMessage); message {chunks.evicted[0]!r} "
+                "would be lost"
             )
-            raise ChunkError(msg, message_id=f"{ledger}:{entry_id}:{reader.partition}:-1")
+            raise ChunkError(msg, message_id=where)
+        if began:
+            self._expire(now)
         return whole
+
+    def _expire(self, now: float) -> None:
+        """Fail on (or drop, with a WARNING) the messages begun more than the expiry ago.
+
+        Raises:
+            ChunkError: naming the oldest such message and its first chunk, unless
+                dropping was chosen.
+        """
+        began, chunks, expiry = self._began, self._assembler, self.limits.expiry
+        while began:
+            uuid, at = next(iter(began.items()))
+            if uuid not in chunks:
+                del began[uuid]  # completed, evicted or given up since
+                continue
+            age = now - at
+            if age <= expiry:
+                return
+            del began[uuid]
+            ledger, entry_id = dict(chunks.incomplete())[uuid]
+            reader = self._reader
+            first = f"{ledger}:{entry_id}:{reader.partition}:-1"
+            if not self._drop:
+                msg = (
+                    f"{reader.topic}: chunked message {uuid!r} (first chunk {first}) is "
+                    f"still incomplete {age:.1f} s after its first chunk came, beyond the "
+                    f"expiry of incomplete chunked messages ({expiry:g} s, "
+                    "expireTimeOfIncompleteChunkedMessageMillis); give a longer expiry "
+                    "(0: none), or autoAckOldestChunkedMessageOnQueueFull=true to drop "
+                    "such messages with a warning"
+                )
+                raise ChunkError(msg, message_id=first)
+            chunks.discard(uuid)
+            self._log.warning(
+                "%s: dropping incomplete chunked message %r (first chunk %s): no chunk "
+                "completed it within %g s (expireTimeOfIncompleteChunkedMessageMillis)",
+                *(reader.topic, uuid, first, expiry),
+            )
 
     def beyond_end(self, metadata: pb.MessageMetadata) -> bool:
         """For an entry past the read's end: False when it is a missing chunk of a
@@ -125,6 +197,7 @@ class ChunkBounds:
             # The producer began that message again past the end: the next range
             # reads it whole from there; the copy begun here is never completed.
             chunks.discard(metadata.uuid)
+            self._began.pop(metadata.uuid, None)
             return True
         return False
 
@@ -143,7 +216,7 @@ class ChunkBounds:
         if not self._assembler.pending:
             return True
         wait = self._reader.CHUNK_WAIT
-        waited = time.monotonic() - self._chunk_at
+        waited = self._clock() - self._chunk_at
         if waited <= wait:
             return False
         self.drop_incomplete(why.format(wait=wait, waited=waited))
@@ -161,3 +234,4 @@ class ChunkBounds:
                 why,
             )
         self._assembler.clear()
+        self._began.clear()

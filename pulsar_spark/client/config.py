@@ -13,6 +13,7 @@ import ssl
 from dataclasses import dataclass, field
 
 from .auth import Authentication, NoAuthentication
+from .chunk_limits import ChunkLimits
 from .errors import ClientError
 from .names import ServiceUrl, parse_service_url
 from .sub_names import check_prefix
@@ -73,6 +74,8 @@ class ClientConfig:
             namespaces with prefix subscription authorization (:mod:`.sub_names`).
         read_compacted: readers subscribe with ``read_compacted``: up to the
             compaction horizon they get the latest message per key only.
+        chunk_limits: how many incomplete chunked messages a read keeps, for how
+            long, and whether it drops them beyond that (:mod:`.chunk_limits`).
     """
 
     service_url: ServiceUrl
@@ -85,6 +88,7 @@ class ClientConfig:
     read_buffer_bytes: int = DEFAULT_READ_BUFFER_BYTES
     subscription_prefix: str | None = None
     read_compacted: bool = False
+    chunk_limits: ChunkLimits = field(default_factory=ChunkLimits)
 
     def __post_init__(self) -> None:
         """Check the timeouts; TLS settings apply to ``pulsar+ssl://`` only.

@@ -183,4 +183,5 @@ def _settings(
         "read_buffer_bytes": options.read_buffer_bytes,
         "subscription_prefix": options.subscription_prefix,
         "read_compacted": options.read_compacted,
+        "chunk_limits": options.chunk_limits,
     }

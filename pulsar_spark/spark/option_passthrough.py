@@ -34,10 +34,6 @@ _LOOKUP = (
     "has no effect here: lookups are bounded by pulsar.client.operationTimeoutMs (set that instead)"
 )
 _BACKOFF = "has no effect here: reconnects back off from 0.1 s, doubling up to 60 s (fixed)"
-_CHUNKS = (
-    "has no effect here: chunked messages being put together are bounded by "
-    "readBufferBytes (set that instead)"
-)
 _PRODUCER_QUEUE = (
     "has no effect here: a writing task always waits for room (maxPendingMessages per producer)"
 )
@@ -112,9 +108,6 @@ JAVA_FIELDS: tuple[Foreign, ...] = (
              "planned"),
     _ignored(_R + "autoUpdatePartitionsIntervalSeconds",
              "has no effect here: see pulsar.reader.autoUpdatePartitions"),
-    _ignored(_R + "expireTimeOfIncompleteChunkedMessageMillis", _CHUNKS),
-    _ignored(_R + "maxPendingChunkedMessage", _CHUNKS),
-    _ignored(_R + "autoAckOldestChunkedMessageOnQueueFull", _CHUNKS),
     _refused(_P + "topicName", "is not taken: give topic (or a topic column)"),
     _ignored(_P + "blockIfQueueFull", _PRODUCER_QUEUE),
     _ignored(_P + "maxPendingMessagesAcrossPartitions", _PRODUCER_QUEUE),

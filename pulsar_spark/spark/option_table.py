@@ -96,6 +96,7 @@ def _millis_or_none(name: str, value: str) -> float:
 
 _C = "pulsar.client."
 _P = "pulsar.producer."
+_RC = ("pulsar.reader.", "pulsar.consumer.")
 BATCH_READ, STREAM_READ = Scope.BATCH_READ, Scope.STREAM_READ
 READ, WRITE, ALL = Scope.READ, Scope.WRITE, Scope.ALL
 
@@ -204,6 +205,24 @@ OPTIONS: tuple[Option, ...] = (
            "read_buffer_bytes", "268435456",
            "bytes a reading task holds at most (in flight, queued, chunked messages being "
            "put together, rows being built); at least 1 MiB"),
+    Option("expireTimeOfIncompleteChunkedMessageMillis",
+           tuple(p + "expireTimeOfIncompleteChunkedMessageMillis" for p in _RC), READ,
+           _millis_or_none, "chunk_expiry", "60000",
+           "how long a chunked message may stay incomplete, from its first chunk's arrival: "
+           "beyond, the task fails naming the message and its first chunk (or drops it, see "
+           "`autoAckOldestChunkedMessageOnQueueFull`); 0: no limit"),
+    Option("maxPendingChunkedMessage", tuple(p + "maxPendingChunkedMessage" for p in _RC),
+           READ, v.positive, "max_pending_chunked_messages", "100",
+           "chunked messages a reading task puts together at once (the Java consumer's "
+           "default is 10; their bytes are bounded by half of `readBufferBytes` as well): "
+           "beyond, the task fails naming the oldest (or drops it, see below)"),
+    Option("autoAckOldestChunkedMessageOnQueueFull",
+           tuple(p + "autoAckOldestChunkedMessageOnQueueFull" for p in _RC), READ, v.boolean,
+           "drop_incomplete_chunks", "false",
+           "beyond `maxPendingChunkedMessage`, half of `readBufferBytes` or "
+           "`expireTimeOfIncompleteChunkedMessageMillis`, drop the oldest incomplete chunked "
+           "message with a WARNING naming it instead of failing the task (the Java consumer "
+           "always drops an expired one)"),
     Option("pollTimeoutMs", (), READ, v.millis, "poll_timeout", "120000",
            "how long a reading task may go without progress (reconnects included) before "
            "it fails"),

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
+from ..client.chunk_limits import ChunkLimits
 from ..protocol.position import Position
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo
 from . import option_migration as migration
@@ -100,6 +101,9 @@ class PulsarOptions:
     subscription_name: str | None
     receiver_queue_size: int
     read_buffer_bytes: int
+    chunk_expiry: float
+    max_pending_chunked_messages: int
+    drop_incomplete_chunks: bool
     poll_timeout: float
     connect_timeout: float
     operation_timeout: float
@@ -140,6 +144,13 @@ class PulsarOptions:
             assert option is not None
             if not option.scope & scope:
                 raise PulsarOptionError(name, _out_of_scope(option.scope, scope))
+
+    @property
+    def chunk_limits(self) -> ChunkLimits:
+        """The bounds of incomplete chunked messages the three chunk options give."""
+        return ChunkLimits(
+            self.max_pending_chunked_messages, self.chunk_expiry, self.drop_incomplete_chunks
+        )
 
     def for_stream_read(self) -> PulsarOptions:
         """These options as a stream reads them: stream defaults for options not given."""

@@ -67,6 +67,7 @@ _FIELDS = (
     "keepalive_interval",
     "listener_name",
     "read_buffer_bytes",
+    "chunk_limits",
     "use_key_store_tls",
     "trust_store_type",
     "trust_store_path",

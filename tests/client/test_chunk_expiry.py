@@ -1,0 +1,216 @@
+"""Incomplete chunked messages bounded by age and count (:class:`ChunkLimits`), mid-read:
+a message older than the expiry (from its first chunk's arrival) fails the read naming
+it and its first chunk, or is dropped with a WARNING naming them when dropping was
+chosen; the limits come from the client's configuration (Spark's options set it).
+
+End to end on pulsar-lite: a bare producer stores the first chunk of a message whose
+other chunks never come, between plain messages and a whole chunked message.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from pulsar_spark.client import PartitionReader, PulsarClient
+from pulsar_spark.client.chunk_bounds import ChunkBounds
+from pulsar_spark.client.chunk_limits import ChunkLimits
+from pulsar_spark.client.errors import InvalidArgument
+from pulsar_spark.client.names import parse_topic
+from pulsar_spark.protocol import pb
+from pulsar_spark.protocol.errors import ChunkError
+from tests.support.raw_wire import send_prepared
+
+LOG = logging.getLogger("test.chunk_expiry")
+
+
+def _chunk(uuid: str, chunk_id: int, count: int, total: int) -> pb.MessageMetadata:
+    meta = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1)
+    meta.uuid = uuid
+    meta.chunk_id = chunk_id
+    meta.num_chunks_from_msg = count
+    meta.total_chunk_msg_size = total
+    meta.uncompressed_size = total
+    return meta
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _bounds(limits: ChunkLimits | None = None, config: object = None, **kwargs) -> ChunkBounds:
+    reader = SimpleNamespace(topic=parse_topic("t"), partition=-1, CHUNK_WAIT=60.0)
+    if config is not None:
+        reader.lookup = SimpleNamespace(config=config)
+    return ChunkBounds(reader, LOG, limits=limits, **kwargs)
+
+
+# -- the age bound ------------------------------------------------------------------------
+
+
+def test_an_incomplete_message_past_the_expiry_fails_naming_its_first_chunk() -> None:
+    clock = Clock()
+    bounds = _bounds(ChunkLimits(expiry=60.0), clock=clock)
+    assert bounds.add(7, 3, _chunk("old", 0, 3, 30), b"x" * 10) is None
+    clock.now += 30
+    assert bounds.add(7, 4, _chunk("young", 0, 2, 20), b"y" * 10) is None
+    clock.now += 30  # "old" is 60 s old: not beyond the expiry yet
+    assert bounds.add(7, 5, _chunk("old", 1, 3, 30), b"x" * 10) is None
+    clock.now += 1
+    with pytest.raises(ChunkError, match="expireTimeOfIncompleteChunkedMessageMillis") as err:
+        bounds.add(7, 6, _chunk("young", 1, 2, 20), b"y" * 10)  # completes "young"
+    text = str(err.value)
+    assert "'old' (first chunk 7:3:-1:-1)" in text
+    assert "61.0 s after its first chunk came" in text
+    assert err.value.message_id == "7:3:-1:-1"
+
+
+def test_a_message_completed_by_the_chunk_that_comes_is_kept_whatever_its_age() -> None:
+    clock = Clock()
+    bounds = _bounds(ChunkLimits(expiry=1.0), clock=clock)
+    bounds.add(1, 0, _chunk("slow", 0, 2, 2), b"a")
+    clock.now += 5
+    whole = bounds.add(1, 1, _chunk("slow", 1, 2, 2), b"b")
+    assert whole is not None and whole.payload == b"ab"
+    assert bounds.pending == 0
+
+
+def test_a_message_begun_again_is_aged_from_its_new_first_chunk() -> None:
+    clock = Clock()
+    bounds = _bounds(ChunkLimits(expiry=10.0), clock=clock)
+    bounds.add(1, 0, _chunk("m", 0, 2, 2), b"a")
+    clock.now += 8
+    bounds.add(1, 1, _chunk("m", 0, 2, 2), b"a")  # the producer sent it again
+    clock.now += 8  # 16 s after the first copy, 8 s after the second
+    bounds.add(1, 2, _chunk("other", 0, 2, 2), b"o")
+    whole = bounds.add(1, 3, _chunk("m", 1, 2, 2), b"b")
+    assert whole is not None and whole.first == (1, 1)
+
+
+def test_an_expiry_of_zero_is_no_age_bound() -> None:
+    clock = Clock()
+    bounds = _bounds(ChunkLimits(expiry=0), clock=clock)
+    bounds.add(1, 0, _chunk("old", 0, 2, 2), b"a")
+    clock.now += 1e6
+    bounds.add(1, 1, _chunk("other", 0, 2, 2), b"o")
+    assert bounds.pending == 2
+
+
+def test_dropping_an_expired_message_warns_naming_it_and_skips_its_late_chunks(caplog) -> None:
+    clock = Clock()
+    bounds = _bounds(ChunkLimits(expiry=5.0, drop_incomplete=True), clock=clock)
+    bounds.add(2, 0, _chunk("gone", 0, 2, 2), b"g")
+    clock.now += 6
+    with caplog.at_level(logging.WARNING, logger=LOG.name):
+        bounds.add(2, 1, _chunk("next", 0, 2, 2), b"n")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "'gone' (first chunk 2:0:-1:-1)" in warnings[0]
+    assert "expireTimeOfIncompleteChunkedMessageMillis" in warnings[0]
+    assert bounds.pending == 1 and bounds.held_bytes == 1
+    dropped = bounds._assembler.dropped
+    assert bounds.add(2, 2, _chunk("gone", 1, 2, 2), b"G") is None  # its tail: skipped
+    assert bounds._assembler.dropped == dropped + 1
+    whole = bounds.add(2, 3, _chunk("next", 1, 2, 2), b"N")
+    assert whole is not None and whole.payload == b"nN"
+
+
+# -- the count bound and where the limits come from ------------------------------------
+
+
+def test_the_limits_come_from_the_readers_client_config() -> None:
+    config = SimpleNamespace(chunk_limits=ChunkLimits(max_pending=2))
+    bounds = _bounds(config=config)
+    assert bounds.limits.max_pending == 2
+    bounds.add(1, 0, _chunk("a", 0, 2, 2), b"a")
+    bounds.add(1, 1, _chunk("b", 0, 2, 2), b"b")
+    with pytest.raises(ChunkError, match=r"more than 2 .*maxPendingChunkedMessage.*'a'"):
+        bounds.add(1, 2, _chunk("c", 0, 2, 2), b"c")
+    assert _bounds().limits == ChunkLimits()  # a reader without a client: the defaults
+    lenient = _bounds(config=SimpleNamespace(chunk_limits=ChunkLimits(1, 60, True)))
+    lenient.add(1, 0, _chunk("a", 0, 2, 2), b"a")
+    lenient.add(1, 1, _chunk("b", 0, 2, 2), b"b")  # "a" dropped, with a warning
+    assert lenient.pending == 1
+
+
+def test_chunk_limits_refuse_values_that_bound_nothing() -> None:
+    with pytest.raises(InvalidArgument, match="max_pending"):
+        ChunkLimits(max_pending=0)
+    with pytest.raises(InvalidArgument, match="expiry"):
+        ChunkLimits(expiry=-1)
+    with PulsarClient("pulsar://127.0.0.1:1") as client:  # nothing connects
+        assert client.config.chunk_limits == ChunkLimits(100, 60.0, False)
+    with PulsarClient("pulsar://127.0.0.1:1", chunk_limits=ChunkLimits(3, 1.5)) as client:
+        reader = PartitionReader(client._lookup, parse_topic("t"))
+        assert reader._chunks.limits == ChunkLimits(3, 1.5)
+
+
+# -- end to end: a message whose later chunks never come ---------------------------------
+
+
+def _topic_with_an_orphan(url: str, topic: str) -> None:
+    """``orphan`` (chunk 0 of 3 only), p0, p1, ``whole`` (2 chunks), p2."""
+    plain = [(pb.MessageMetadata(), f"p{i}".encode()) for i in range(3)]
+    send_prepared(
+        url,
+        topic,
+        [
+            (_chunk("orphan", 0, 3, 30), b"o" * 10),
+            plain[0],
+            plain[1],
+            (_chunk("whole", 0, 2, 20), b"w" * 10),
+            (_chunk("whole", 1, 2, 20), b"W" * 10),
+            plain[2],
+        ],
+        encrypted=False,
+    )
+
+
+def _read_slowly(client: PulsarClient, topic: str, got: list[bytes]) -> None:
+    """Read row by row, pausing 1.5 s after the first: the chunks after it come
+    more than the expiry (0.5 s) after the orphan's first chunk."""
+    reader = PartitionReader(client._lookup, parse_topic(topic), batch_rows=1)
+    for batch in reader:
+        got.extend(batch.column("value").to_pylist())
+        if len(got) == 1:
+            time.sleep(1.5)
+
+
+def test_a_read_fails_on_a_chunked_message_older_than_the_expiry(pulsar_lite, topic_name) -> None:
+    url = pulsar_lite.service_url
+    _topic_with_an_orphan(url, topic_name)
+    got: list[bytes] = []
+    with (
+        PulsarClient(url, chunk_limits=ChunkLimits(expiry=0.5)) as client,
+        pytest.raises(ChunkError, match=r"'orphan'.*expireTimeOfIncompleteChunkedMessageMillis"),
+    ):
+        _read_slowly(client, topic_name, got)
+    assert got[:1] == [b"p0"]  # what came before the expiry was seen
+
+
+def test_a_read_that_drops_expired_messages_warns_and_ends_without_waiting(
+    pulsar_lite, topic_name, caplog
+) -> None:
+    url = pulsar_lite.service_url
+    _topic_with_an_orphan(url, topic_name)
+    got: list[bytes] = []
+    started = time.monotonic()
+    limits = ChunkLimits(expiry=0.5, drop_incomplete=True)
+    with (
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.reader"),
+        PulsarClient(url, chunk_limits=limits) as client,
+    ):
+        _read_slowly(client, topic_name, got)
+    took = time.monotonic() - started
+    assert got == [b"p0", b"p1", b"w" * 10 + b"W" * 10, b"p2"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("'orphan' (first chunk" in w and ":0:-1:-1)" in w for w in warnings), warnings
+    # Dropped mid-read: the read did not wait at its end for the orphan's chunks.
+    assert took < 20, took
