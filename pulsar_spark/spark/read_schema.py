@@ -9,7 +9,8 @@ its schema (``load()``). The reader schema is, in order:
    topics whose broker keeps no schema (pulsar-lite has no registry at all);
 3. the topics' latest schema at planning time (``latest_schema``: answered at
    once, None, on pulsar-lite). Every topic read must have the same one;
-   topics without a schema or with BYTES keep binary ``value``.
+   topics without a schema or with BYTES keep binary ``value`` (a topic that gains a
+   typed schema after planning fails the read: the query reads it once restarted).
 
 The :class:`ReadSchema` goes to every task (it pickles small): the reader
 schema, its version, and the Arrow row schema of the read: :data:`ROW_SCHEMA`
@@ -75,6 +76,15 @@ class ReadSchema:
     #: Planning could not reach the broker (why): the read declared bytes, and the
     #: reader plans again before reading (:func:`check_unplanned`).
     unplanned: str | None = None
+    #: ``schemaMode=raw``: bytes whatever the topics' schemas, now or later.
+    raw: bool = False
+
+    @property
+    def passes_through(self) -> bool:
+        """Whether batches go to Spark as read: raw mode. A read planned without a
+        schema still looks at each batch's schema versions (a topic may gain a typed
+        schema after planning, :class:`~.value_decode.ValueDecoder`)."""
+        return self.raw
 
     @property
     def decodes(self) -> bool:
@@ -165,7 +175,7 @@ def plan_read_schema(client: PulsarClient, options: PulsarOptions, topics: list[
     """
     dead = options.decode_error_mode == DEAD_LETTER
     if options.schema_mode == RAW:
-        return ReadSchema(None, "schemaMode raw", None, False, ROW_SCHEMA)
+        return ReadSchema(None, "schemaMode raw", None, False, ROW_SCHEMA, raw=True)
     found = {topic: client.latest_schema(topic) for topic in topics}
     user, name = options.avro_schema, "avroSchema"
     if user is None:
@@ -217,7 +227,7 @@ def plan_for(options: PulsarOptions) -> ReadSchema:
     from .ranges import resolve_topics
 
     if options.schema_mode == RAW:
-        return ReadSchema(None, "schemaMode raw", None, False, ROW_SCHEMA)
+        return ReadSchema(None, "schemaMode raw", None, False, ROW_SCHEMA, raw=True)
     try:
         with open_client(options) as client:
             return plan_read_schema(client, options, resolve_topics(client, options))

@@ -95,14 +95,15 @@ def typed_batches(
     (the Arrow schema Spark expects: all the row schema's columns, or those the user's
     ``.schema(...)`` named). Each schema version is fetched once."""
     names = target.names
-    if read.reader is None and not read.dead_letter:
+    if read.passes_through:
         if names == ROW_SCHEMA.names:
             yield from batches  # raw: the row schema as it is
         else:
             for batch in batches:
                 yield to_spark_arrow(batch.select(names), target)
         return
-    decode = ValueDecoder(read, topic, partial(client.get_schema, topic), stream=stream)
+    fetch, latest = partial(client.get_schema, topic), partial(client.get_schema, topic, None)
+    decode = ValueDecoder(read, topic, fetch, stream=stream, latest=latest)
     for batch in batches:
         decoded = decode(batch)
         if decoded.schema.names != names:

@@ -12,7 +12,8 @@ itself::
     timestamp[any unit, with a zone]          TimestampType
     timestamp[any unit, no zone]              TimestampNTZType
     time32/time64                             TimeType(6) (Spark 4.1+; before: LongType,
-                                              microseconds of the day)
+                                              microseconds of the day, nanoseconds
+                                              rounded down)
     decimal128(p, s)                          DecimalType(p, s)
     list / map / struct                       ArrayType / MapType / StructType
     dictionary<_, V>                          V's type
@@ -138,7 +139,11 @@ def conform(array: pa.Array, target: pa.DataType) -> pa.Array:
         values = conform(values, target.value_type)
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
     if pa.types.is_time(array.type) and not pa.types.is_time(target):
-        array = array.cast(pa.time64("us")).cast(pa.int64())  # Spark before TimeType
+        # Spark before TimeType: microseconds of the day, a LOCAL_TIME's nanoseconds
+        # rounded down (times of day are never negative: truncating is rounding down).
+        array = array.cast(pa.time64("us"), safe=False).cast(pa.int64())
+    elif pa.types.is_time(array.type):  # a Spark whose TimeType is coarser: rounded down
+        return array.cast(target, safe=False)
     return array.cast(target)
 
 

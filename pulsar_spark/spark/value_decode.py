@@ -18,7 +18,14 @@ topic, message id, schema version and field, unless the read is in
 dead-letter mode: then the row's typed columns are null and ``decodeError``
 holds the text. A version that does not resolve into the reader schema
 raises :class:`~.errors.SchemaChangedError` saying what changed (a stream: to
-restart the query). Nothing here imports pyspark.
+restart the query).
+
+A read planned without a schema (the topics had none, or BYTES) gives the
+values as bytes; when its messages carry a version of a typed schema (the
+topic gained one after planning, and it still has one), the batch fails with
+:class:`~.errors.SchemaChangedError` naming the type: the query reads typed
+values once restarted (``schemaMode=raw`` keeps bytes). Nothing here imports
+pyspark.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ __all__ = ["ValueDecoder"]
 Decoded = tuple[pa.Array, pa.Array | None]
 #: Fetches a topic's schema of a version (None: the broker has no such version).
 Fetch = Callable[[int], SchemaInfo | None]
+#: The topic's latest schema now (None: it has none).
+Latest = Callable[[], SchemaInfo | None]
 
 
 class _Mismatch(Exception):
@@ -60,19 +69,35 @@ class ValueDecoder:
         topic: the topic (or partition) read, for errors.
         fetch: the topic's schema of a version.
         stream: whether this is a streaming read (its errors say to restart the query).
+        latest: the topic's latest schema, asked when a read planned without a schema
+            meets a typed version (a schema deleted since leaves the values bytes);
+            None: the version's schema decides alone.
     """
 
-    def __init__(self, read: ReadSchema, topic: str, fetch: Fetch, *, stream: bool = False) -> None:
+    def __init__(
+        self,
+        read: ReadSchema,
+        topic: str,
+        fetch: Fetch,
+        *,
+        stream: bool = False,
+        latest: Latest | None = None,
+    ) -> None:
         self.read = read
         self.topic = topic
         self.fetch = fetch
         self.stream = stream
+        self.latest = latest
         self._writers: dict[int, SchemaInfo] = {}
         self._types: dict[SchemaInfo, pa.DataType] = {}
+        #: Versions seen by a read without a schema whose values stay bytes.
+        self._untyped: set[int] = set()
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         read = self.read
         if read.reader is None:
+            if not read.raw:
+                self._check_still_untyped(batch)
             if not read.dead_letter:
                 return batch
             columns = [*batch.columns, pa.nulls(batch.num_rows, pa.string())]
@@ -86,6 +111,34 @@ class ValueDecoder:
         if read.dead_letter:
             columns.append(errors if errors is not None else pa.nulls(batch.num_rows, pa.string()))
         return pa.RecordBatch.from_arrays(columns, schema=read.arrow)
+
+    def _check_still_untyped(self, batch: pa.RecordBatch) -> None:
+        """Fail a read planned without a schema on messages of a typed schema version."""
+        versions = batch.column("schemaVersion")
+        if versions.null_count == len(versions):
+            return
+        for version in pc.unique(versions.drop_null()).to_pylist():
+            if version in self._untyped:
+                continue
+            written = self.fetch(version)
+            now = written if self.latest is None or written is None else self.latest()
+            if written is None or written.type.is_bytes or now is None or now.type.is_bytes:
+                self._untyped.add(version)  # bytes, or no schema (any more)
+                continue
+            msg = (
+                f"{self.topic}: the query was planned when the topic had no schema "
+                f"({self.read.origin}: values read as binary), but messages now carry schema "
+                f"version {version} ({written.describe()}); the topic's schema is "
+                f"{now.describe()}."
+            )
+            if self.stream:
+                msg += (
+                    " Restart the query to read typed values, or set schemaMode=raw to go "
+                    "on reading bytes."
+                )
+            else:
+                msg += " load() the DataFrame again to read typed values, or set schemaMode=raw."
+            raise SchemaChangedError(msg)
 
     # -- grouping by version -------------------------------------------------------------
 

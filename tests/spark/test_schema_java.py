@@ -36,6 +36,10 @@ from tests.support.java_client import (
     same_values,
 )
 
+#: Spark's time of day (4.1+); before it, a long: microseconds of the day.
+_TIME_TYPE = getattr(T, "TimeType", None)
+_TIME_OF_DAY = _TIME_TYPE(6) if _TIME_TYPE is not None else T.LongType()
+
 SPARK_TYPES = {
     "INT8": T.ByteType(),
     "INT16": T.ShortType(),
@@ -47,11 +51,11 @@ SPARK_TYPES = {
     "STRING": T.StringType(),
     "BYTES": T.BinaryType(),
     "DATE": T.DateType(),
-    "TIME": T.TimeType(6),
+    "TIME": _TIME_OF_DAY,
     "TIMESTAMP": T.TimestampType(),
     "INSTANT": T.TimestampType(),
     "LOCAL_DATE": T.DateType(),
-    "LOCAL_TIME": T.TimeType(6),
+    "LOCAL_TIME": _TIME_OF_DAY,
     "LOCAL_DATE_TIME": T.TimestampNTZType(),
 }
 
@@ -116,6 +120,11 @@ def _micros(value: dt.datetime) -> int:
     return (value - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
 
 
+def _day_micros(value: dt.time) -> int:
+    """A time of day as Spark before TimeType holds it: microseconds of the day."""
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
+
+
 def _utc_ms(ms: int) -> dt.datetime:
     return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)
 
@@ -175,6 +184,8 @@ def test_java_primitives_read_as_typed_columns(read_pulsar, apache_pulsar, topic
             # microseconds Spark holds.
             df = df.withColumn("value", F.unix_micros("value"))
             expected = [None if v is None else _micros(v) for v in expected]
+        elif kind in ("TIME", "LOCAL_TIME") and _TIME_TYPE is None:
+            expected = [None if v is None else _day_micros(v) for v in expected]
         rows = df.select("value", "schemaVersion").collect()
         got = [_plain(r.value) for r in rows]
         assert same_values(got, expected), (kind, got, expected)

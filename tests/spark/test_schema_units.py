@@ -251,3 +251,77 @@ def test_the_schema_version_column() -> None:
     assert entry_schema_version(meta) == 3
     column = schema_version_column([3, None], np.array([0, 1, 1, 0]))
     assert column.to_pylist() == [3, None, None, 3]
+
+
+def test_a_read_planned_without_a_schema_fails_on_versions_of_a_typed_one() -> None:
+    """A topic that gains a typed schema after planning: its messages' versions fail the
+    batch (restart, or raw mode); BYTES versions, and a schema deleted since, stay bytes."""
+    registry = _Registry()
+    plan = plan_read_schema(registry, _options(), [T])  # type: ignore[arg-type]
+    assert plan.reader is None and not plan.passes_through
+    dead = plan_read_schema(registry, _options(decodeErrorMode="deadLetter"), [T])  # type: ignore[arg-type]
+    raw = plan_read_schema(registry, _options(schemaMode="raw"), [T])  # type: ignore[arg-type]
+    assert raw.passes_through
+    registry.versions += [SchemaInfo.primitive(SchemaType.BYTES), SchemaInfo.avro(V1)]
+    typed = _batch([b"a", _avro(V1, {"a": 1})], [0, 1])
+
+    def latest() -> SchemaInfo | None:
+        found = registry.latest_schema(T)
+        return None if found is None else found.info
+
+    # No versions, or a BYTES one: the batch as it is (dead letters: a null column).
+    decode = ValueDecoder(plan, T, registry.fetch, stream=True, latest=latest)
+    untyped = _batch([b"x", b"y"], [None, 0])
+    assert decode(untyped) is untyped
+    for stream, advice in [(True, "Restart the query"), (False, "load() the DataFrame again")]:
+        decode = ValueDecoder(plan, T, registry.fetch, stream=stream, latest=latest)
+        with pytest.raises(SchemaChangedError) as info:
+            decode(typed)
+        text = str(info.value)
+        assert text.startswith(f"{T}: the query was planned when the topic had no schema")
+        assert "messages now carry schema version 1 (AVRO); the topic's schema is AVRO" in text
+        assert advice in text and "schemaMode=raw" in text
+    with pytest.raises(SchemaChangedError, match="schema version 1 \\(AVRO\\)"):
+        ValueDecoder(dead, T, registry.fetch, latest=latest)(typed)  # not a dead letter
+    # Raw mode reads the same batch as it is.
+    assert ValueDecoder(raw, T, registry.fetch, latest=latest)(typed) is typed
+    # The schema deleted since (the topic has none again): bytes, asked once per version.
+    registry.versions.append(SchemaInfo.primitive(SchemaType.BYTES))
+    asked = len(registry.asked)
+    decode = ValueDecoder(plan, T, registry.fetch, latest=latest)
+    assert decode(typed) is typed and decode(typed) is typed
+    assert len(registry.asked) == asked + 2  # versions 0 and 1, once each
+
+
+def test_times_of_day_without_spark_time_type_are_microseconds_of_the_day(monkeypatch) -> None:
+    """Spark before 4.1 has no TimeType: a time of day reads as a long, microseconds of the
+    day; a LOCAL_TIME's nanoseconds are rounded down (1 ns is 0 us, not an Arrow error)."""
+    from pyspark.sql import types as S
+
+    from pulsar_spark.spark import spark_types
+
+    monkeypatch.setattr(spark_types, "_TIME_TYPE", None)
+    clock = pa.struct([pa.field("clock", pa.time32("ms"))])
+    row = pa.schema([pa.field("value", pa.time64("ns")), pa.field("t", clock)])
+    spark = spark_types.spark_schema(row)
+    assert spark["value"].dataType == S.LongType()
+    assert spark["t"].dataType == S.StructType([S.StructField("clock", S.LongType())])
+    target = spark_types.arrow_for(spark)
+    assert target.field("value").type == pa.int64()
+    nanos = [0, 1, 999, 1_000, 1_999, 86_399_999_999_999, None]
+    clocks = pa.StructArray.from_arrays(
+        [pa.array([0, 1, 45_296_789, 86_399_999, None, 7, 8], pa.time32("ms"))], fields=list(clock)
+    )
+    batch = pa.RecordBatch.from_arrays([pa.array(nanos, pa.time64("ns")), clocks], schema=row)
+    out = spark_types.to_spark_arrow(batch, target)
+    assert out.schema.equals(target)
+    assert out.column("value").to_pylist() == [0, 0, 0, 1, 1, 86_399_999_999, None]
+    assert [c["clock"] for c in out.column("t").to_pylist()] == [
+        0,
+        1_000,
+        45_296_789_000,
+        86_399_999_000,
+        None,
+        7_000,
+        8_000,
+    ]
