@@ -20,5 +20,6 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``proto``        protobuf messages compiled at test time (grpc_tools.protoc) for PROTOBUF_NATIVE
 ``spark``        the local Spark session of the tests and a local Spark Connect session
 ``spark_faults`` subprocess Spark drivers, fault sources and sinks, fault-test figures
+``figures``      reliability figures (``FIGURE`` lines) and the reliability tests' share of time
 ``plugin``       the fixtures, one broker factory, one failed-test report hook
 """

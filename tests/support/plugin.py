@@ -34,7 +34,9 @@ When a test fails, the log of each broker it used (the part written during the t
 all of it for a broker the test started itself) is attached to the report as a section,
 with the stats of each fault proxy it used; the whole log stays in the instance's
 directory under pytest's basetemp, whose path the section names. At the end of the run the
-figures of the Apache brokers (start and stop times, memory) are printed.
+figures of the Apache brokers (start and stop times, memory) are printed, then the
+reliability figures (:func:`~.figures.figure`) and what the reliability tests took of the
+run's test time (:func:`~.figures.time_share`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import pytest
 
 from .apache import BROKER_KINDS, ApachePulsar, BrokerHandle
 from .fault_proxy import FaultProxy
+from .figures import time_share
 from .lite import PulsarLite
 from .process import BrokerProcess
 
@@ -322,7 +325,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 name, _, field = str(key).partition(".")
                 if field:
                     figures.setdefault(name, []).append(f"{field}={value}")
-    if figures:
+    share = time_share(terminalreporter.stats)
+    if figures or share:
         terminalreporter.section("reliability figures")
         for name, values in figures.items():
             terminalreporter.write_line(f"{name}: " + ", ".join(values))
+        if share:
+            terminalreporter.write_line(share)

@@ -49,6 +49,8 @@ from pulsar_spark.spark.reader import PulsarBatchReader
 from pulsar_spark.spark.stream_reader import PulsarStreamReader
 from pulsar_spark.spark.stream_writer import PulsarStreamWriter
 
+from .figures import figure
+
 __all__ = ["Driver", "figure", "multiset_gaps", "process_tree", "run_job", "wait_for"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,17 +63,6 @@ SMALL_BATCH_ROWS = 100
 # ---------------------------------------------------------------------------
 # Test side
 # ---------------------------------------------------------------------------
-
-
-def figure(record: Callable[[str, object], None] | None, name: str, **values: object) -> str:
-    """Print ``FIGURE <name>: k=v, ...`` (shown by ``pytest -s`` and in failure reports)
-    and record each value as a junit property; return the line."""
-    line = f"FIGURE {name}: " + ", ".join(f"{k}={v}" for k, v in values.items())
-    print(line, flush=True)
-    if record is not None:
-        for key, value in values.items():
-            record(f"{name}.{key}", value)
-    return line
 
 
 def multiset_gaps(expected: Iterable[Any], got: Iterable[Any]) -> dict[str, int]:
