@@ -12,9 +12,12 @@ A record is a compact object (``{"a":1,"b":"x"}``) with its fields in the
 schema's order; null fields are left out, as Java's ``JSONSchema`` (Jackson,
 ``NON_NULL``) leaves them, and so are schema fields the data lacks (readers
 take their defaults). Arrays and maps keep null items as ``null``. Values
-are the schema's: logical types as the numbers Avro holds (a date as its day,
-a ``timestamp-micros`` as microseconds...), decimals as JSON numbers, enums
-as their symbol, bytes and fixed as Base64 strings. Which Arrow types fit
+are as the Java client's JSON schema (Jackson) writes the Java types Pulsar's
+reflection maps to the schema's types, so a Java consumer with
+``Schema.JSON(Pojo.class)`` reads them: dates, times and timestamps in
+Jackson's ``java.time`` forms (:mod:`.encode_json_time`: an ``Instant`` as
+decimal seconds, a ``LocalDate`` as ``[y,m,d]``...), decimals as JSON
+numbers, enums as their symbol, bytes and fixed as Base64 strings. Which Arrow types fit
 which schema types is :mod:`.encode_avro_fit`'s table.
 """
 
@@ -44,6 +47,7 @@ from .encode_avro_nodes import (
 )
 from .encode_errors import Misfit, SchemaMismatch
 from .encode_json_text import base64_text, bool_text, float_text, integer_text, string_text
+from .encode_json_time import time_text
 from .encode_pieces import Piece, binary_piece, choice, constant, expand, group, join, to_arrow
 
 __all__ = ["JsonEncoder", "encode_json", "json_encoder"]
@@ -149,6 +153,9 @@ class _Map(_Json):
 def _leaf(enc: Enc, node: AvroType) -> _Text:
     """The text of a scalar, from the Avro encoder that checks and converts it."""
     if isinstance(enc, LongEnc):
+        temporal = time_text(node.logical)
+        if temporal is not None:
+            return lambda a: temporal(enc.convert(a), enc.path)
         return lambda a: [integer_text(enc.convert(a))]
     if isinstance(enc, FloatEnc):
         kind = pa.float32() if enc.dtype.itemsize == 4 else pa.float64()
@@ -189,7 +196,11 @@ def _compile(dtype: pa.DataType, node: AvroType, path: str) -> _Json:
             (
                 names.index(f.name),
                 json.dumps(f.name, ensure_ascii=False).encode() + b":",
-                _compile(value_type.field(names.index(f.name)).type, f.type, f"{path}.{f.name}"),
+                _compile(
+                    value_type.field(names.index(f.name)).type,
+                    f.type,
+                    f"{path}.{f.name}" if path else f.name,
+                ),
             )
             for f in node.fields
             if f.name in names

@@ -1,6 +1,7 @@
 """JSON payloads: random Arrow tables give one JSON object per row that parses to the
-table's values (null fields left out, logical types as Avro's numbers, bytes as Base64),
-escapes as Jackson writes them, and the official client's ``JsonSchema`` reads them."""
+table's values (null fields left out, dates and times as Jackson writes java.time values,
+bytes as Base64), escapes as Jackson writes them, and the official client's ``JsonSchema``
+reads them."""
 
 from __future__ import annotations
 
@@ -108,9 +109,11 @@ def _expected(dtype: pa.DataType, value: Any) -> Any:
     if t.is_binary(dtype):
         return base64.b64encode(value).decode()
     if t.is_date(dtype):
-        return (value - datetime.date(1970, 1, 1)).days
+        return [value.year, value.month, value.day]  # Jackson's LocalDate
     if t.is_timestamp(dtype):
-        return (value - EPOCH) // datetime.timedelta(microseconds=1)
+        # Jackson's Instant: the epoch second, a dot, the nanoseconds (0.0 at the epoch)
+        seconds, micros = divmod((value - EPOCH) // datetime.timedelta(microseconds=1), 10**6)
+        return Decimal(f"{seconds}.{micros:06d}000")
     if t.is_float32(dtype):
         return _Float(value, np.float32)
     if t.is_float64(dtype):
@@ -257,7 +260,7 @@ def test_the_topic_schema_orders_fields_and_converts_units() -> None:
         }
     )
     out = encode_json(table, json.dumps(writer)).to_pylist()
-    assert out == [b'{"ts":1500,"e":"B","x":"AP8="}']
+    assert out == [b'{"ts":1.500000000,"e":"B","x":"AP8="}']  # an Instant, as Jackson writes it
     with pytest.raises(SchemaMismatch, match="'C' is not a symbol"):
         encode_json(table.set_column(1, "e", pa.array(["C"])), json.dumps(writer))
 
