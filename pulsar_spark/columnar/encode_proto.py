@@ -75,9 +75,11 @@ def proto_layout(info: SchemaInfo, *, topic: str = "") -> tuple[ProtoMessage, La
 
 
 def native_writer_schema(info: SchemaInfo, *, topic: str = "") -> SchemaInfo:
-    """PROTOBUF_NATIVE schema data as a producer registers it: with the
-    ``rootFileDescriptorName`` the broker's checks need (the file of the set that
-    declares the root message), filled in when missing or empty; else ``info`` itself.
+    """PROTOBUF_NATIVE schema data as a producer registers it, complete for the broker's
+    checks and Java readers (which build the descriptors from the set alone): the
+    ``rootFileDescriptorName`` (the file of the set that declares the root message)
+    filled in when missing or empty, and the google/protobuf/ files the set imports but
+    lacks added (protobuf's own copies). ``info`` itself when nothing is missing.
 
     Raises:
         UnmappableSchema: no file of the set declares the root message.
@@ -85,22 +87,45 @@ def native_writer_schema(info: SchemaInfo, *, topic: str = "") -> SchemaInfo:
     if info.type is not SchemaType.PROTOBUF_NATIVE:
         return info
     parse_native(info.data, topic=topic)  # checks the data
-    parsed = json.loads(info.data)
-    if parsed.get("rootFileDescriptorName"):
-        return info
     from google.protobuf import descriptor_pb2
 
+    from .proto_schema import _well_known
+
+    parsed = json.loads(info.data)
     root = str(parsed["rootMessageTypeName"])
     files = descriptor_pb2.FileDescriptorSet.FromString(
         base64.b64decode(parsed["fileDescriptorSet"])
     )
-    for file in files.file:
+    changed = False
+    names = {f.name for f in files.file}
+    todo = [dep for f in files.file for dep in f.dependency]
+    while todo:
+        name = todo.pop()
+        if name in names:
+            continue
+        known = _well_known(name)  # parse_native found every import, so it is one of these
+        assert isinstance(known, descriptor_pb2.FileDescriptorProto)
+        files.file.insert(0, known)
+        names.add(name)
+        todo += list(known.dependency)
+        changed = True
+    if not parsed.get("rootFileDescriptorName"):
+        parsed["rootFileDescriptorName"] = _declaring_file(files, root, topic)
+        changed = True
+    if not changed:
+        return info
+    parsed["fileDescriptorSet"] = base64.b64encode(files.SerializeToString()).decode()
+    data = json.dumps(parsed, separators=(",", ":")).encode()
+    return SchemaInfo(info.type, info.name, data, dict(info.properties))
+
+
+def _declaring_file(files: object, root: str, topic: str) -> str:
+    """The name of the file of the set that declares message ``root``."""
+    for file in files.file:  # type: ignore[attr-defined]
         prefix = f"{file.package}." if file.package else ""
         if any(root == prefix + m.name or root.startswith(prefix + m.name + ".")
                for m in file.message_type):  # fmt: skip
-            parsed["rootFileDescriptorName"] = file.name
-            data = json.dumps(parsed, separators=(",", ":")).encode()
-            return SchemaInfo(info.type, info.name, data, dict(info.properties))
+            return str(file.name)
     msg = f"no file of the descriptor set declares the message {root}"
     raise UnmappableSchema(msg, topic=topic)
 

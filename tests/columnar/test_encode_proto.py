@@ -227,6 +227,18 @@ def test_the_root_file_name_is_filled_in_for_registration() -> None:
     bare = SchemaInfo(SchemaType.PROTOBUF_NATIVE, "", json.dumps(data).encode())
     assert json.loads(native_writer_schema(bare).data)["rootFileDescriptorName"] == name
     assert native_writer_schema(info) is info
+    # The google/protobuf/ files it imports are added (Java builds descriptors from the set).
+    fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(data["fileDescriptorSet"]))
+    alone = descriptor_pb2.FileDescriptorSet(file=[fds.file[-1]])
+    short = {**data, "fileDescriptorSet": base64.b64encode(alone.SerializeToString()).decode()}
+    short["rootFileDescriptorName"] = name
+    done = native_writer_schema(
+        SchemaInfo(SchemaType.PROTOBUF_NATIVE, "", json.dumps(short).encode())
+    )
+    got = json.loads(done.data)
+    full = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(got["fileDescriptorSet"]))
+    assert sorted(f.name for f in full.file) == sorted(f.name for f in fds.file)
+    assert got["rootFileDescriptorName"] == name
     data["rootMessageTypeName"] = "t.Nope"
     with pytest.raises(UnmappableSchema, match=r"t\.Nope"):
         native_writer_schema(SchemaInfo(SchemaType.PROTOBUF_NATIVE, "", json.dumps(data).encode()))

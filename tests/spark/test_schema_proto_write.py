@@ -1,0 +1,178 @@
+"""Spark writes into PROTOBUF_NATIVE topics: encoded with the topic's schema (the official
+Python client's ``ProtobufNativeSchema`` of a protoc-generated class, Java's DynamicMessage
+descriptor) or with the ``protobufSchema`` option's (registered), read by the official Python
+consumer and by a Java ``AUTO_CONSUME`` consumer; a DataFrame that does not fit fails before
+anything is sent, naming the fields; on pulsar-lite the option writes and reads alike."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from google.protobuf import descriptor_pb2
+from google.protobuf.json_format import MessageToDict
+from pyspark.sql import types as T
+
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.protocol.schema_info import SchemaType
+from tests.support.java_client import java_consume_many, java_produce_protobuf_native
+from tests.support.official import official_client
+from tests.support.proto import ORDER_PROTO, compile_module, orders
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory):
+    directory = tmp_path_factory.mktemp("proto_write")
+    return compile_module(directory, "write_shop", ORDER_PROTO.format(package="write_shop"))
+
+
+def _produce(url: str, topic: str, cls: type, messages: list) -> None:
+    from pulsar.schema import ProtobufNativeSchema
+
+    with official_client(url) as client:
+        producer = client.create_producer(topic, schema=ProtobufNativeSchema(cls))
+        for msg in messages:
+            producer.send(msg)
+        producer.close()
+
+
+def _consume(url: str, topic: str, cls: type, n: int) -> list:
+    from pulsar import InitialPosition
+    from pulsar.schema import ProtobufNativeSchema
+
+    with official_client(url) as client:
+        consumer = client.subscribe(
+            topic,
+            "check",
+            schema=ProtobufNativeSchema(cls),
+            initial_position=InitialPosition.Earliest,
+        )
+        got = [consumer.receive(10_000).value() for _ in range(n)]
+        consumer.close()
+    return got
+
+
+def _write(df, url: str, topic: str, **options: str) -> None:
+    writer = df.write.format("pulsar").option("service.url", url).option("topic", topic)
+    writer.options(**options).mode("append").save()
+
+
+def _option(shop) -> str:
+    """``protobufSchema`` in its short form: the root file alone (no imports)."""
+    files = descriptor_pb2.FileDescriptorSet()
+    shop.DESCRIPTOR.CopyToProto(files.file.add())
+    return "write_shop.Order:" + base64.b64encode(files.SerializeToString()).decode()
+
+
+def test_python_consumers_read_what_spark_wrote(read_pulsar, apache_pulsar, topic_name, shop):
+    """Every kind (nested, repeated, map, enum with an undeclared number, oneof, Timestamp,
+    wrapper set to 0, uint64 max, bytes) read by Spark from one topic, written by Spark into
+    another topic of the same schema, read by the official consumer: the same messages, under
+    the topic's own schema version."""
+    url = apache_pulsar.service_url
+    sent = orders(shop)
+    source, target = topic_name, topic_name + "-copy"
+    _produce(url, source, shop.Order, sent)
+    _produce(url, target, shop.Order, [])  # the topic and its schema, no messages
+    values = read_pulsar(url, topic=source).orderBy("messageId").select("value")
+    _write(values.coalesce(1), url, target)
+    assert _consume(url, target, shop.Order, len(sent)) == sent
+    with PulsarClient(url) as client:
+        found = client.latest_schema(target)
+    assert found is not None and found.version == 0  # the topic's schema, not a new one
+
+
+def test_java_consumers_read_what_spark_wrote(spark, read_pulsar, apache_pulsar, topic_name, shop):
+    """Into a topic whose schema a Java producer registered (a DynamicMessage descriptor
+    built in Java), and into a new topic under the ``protobufSchema`` option's schema (which
+    Spark registers, its google/protobuf imports added): Java's AUTO_CONSUME decodes every
+    message with the topic's descriptors."""
+    url = apache_pulsar.service_url
+    java_topic, option_topic = topic_name, topic_name + "-option"
+    java_produce_protobuf_native(url, java_topic, [{"id": "1", "name": "java"}])
+    value_type = read_pulsar(url, topic=java_topic).schema["value"].dataType
+    rows = [
+        {
+            "id": -(2**63), "name": "é", "score": -0.0, "tags": [3, -1], "item": {"sku": "s",
+            "qty": 0}, "status": "DONE", "ok": True, "blob": b"\x00", "at": None,
+        },
+        {
+            "id": 0, "name": "", "score": 0.0, "tags": [], "item": None, "status": "NEW",
+            "ok": False, "blob": b"", "at": None,
+        },
+    ]  # fmt: skip
+    schema = T.StructType([T.StructField("value", value_type)])
+    _write(spark.createDataFrame([(r,) for r in rows], schema).coalesce(1), url, java_topic)
+    sent = orders(shop)
+    _produce(url, topic_name + "-source", shop.Order, sent)
+    values = read_pulsar(url, topic=topic_name + "-source").orderBy("messageId").select("value")
+    _write(values.coalesce(1), url, option_topic, protobufSchema=_option(shop))
+    with PulsarClient(url) as client:
+        registered = client.latest_schema(option_topic)
+    assert registered is not None and registered.info.type is SchemaType.PROTOBUF_NATIVE
+    assert json.loads(registered.info.data)["rootFileDescriptorName"] == "write_shop.proto"
+    got = java_consume_many(
+        url, {java_topic: ("PROTOBUF_NATIVE", 3), option_topic: ("PROTOBUF_NATIVE", len(sent))}
+    )
+    java_values = [r["value"] for r in got[java_topic]]
+    assert java_values == [
+        {"id": "1", "name": "java"},
+        {"id": str(-(2**63)), "name": "é", "score": -0.0, "tags": [3, -1],
+         "item": {"sku": "s"}, "status": "DONE", "ok": True, "blob": "AA=="},
+        {},  # every field at its default: nothing written, as protobuf writes it
+    ]  # fmt: skip
+    assert [r["schemaVersion"] for r in got[java_topic]] == [0, 0, 0]
+    want = [MessageToDict(m, preserving_proto_field_name=True) for m in sent]
+    assert [r["value"] for r in got[option_topic]] == want
+
+
+def test_a_dataframe_that_does_not_fit_fails_before_sending(
+    spark, read_pulsar, apache_pulsar, topic_name, shop
+):
+    url = apache_pulsar.service_url
+    _produce(url, topic_name, shop.Order, [])
+    value = T.StructType(
+        [
+            T.StructField("id", T.StringType()),
+            T.StructField("name", T.StringType()),
+            T.StructField("colour", T.StringType()),
+        ]
+    )
+    df = spark.createDataFrame(
+        [(("1", "tea", "red"),)], T.StructType([T.StructField("value", value)])
+    )
+    with pytest.raises(Exception, match="PROTOBUF_NATIVE") as failed:
+        _write(df, url, topic_name)
+    text = str(failed.value)
+    assert topic_name in text
+    assert "id: a column of type" in text and "does not fit int64" in text
+    assert "colour: not a field of write_shop.Order" in text
+    # A value the message cannot hold (a null where proto3 has no presence) fails the write
+    # too, and nothing reaches the topic.
+    nulls = T.StructType([T.StructField("id", T.LongType()), T.StructField("name", T.StringType())])
+    rows = spark.createDataFrame([((1, None),)], T.StructType([T.StructField("value", nulls)]))
+    with pytest.raises(Exception, match="name") as failed:
+        _write(rows, url, topic_name)
+    assert "no presence" in str(failed.value)
+    assert read_pulsar(url, topic=topic_name).count() == 0
+
+
+def test_protobuf_schema_writes_and_reads_on_pulsar_lite(
+    spark, read_pulsar, pulsar_lite, topic_name, shop
+):
+    """pulsar-lite has no registry: the option's message encodes the writes and decodes the
+    reads; the bytes are protobuf's own."""
+    url = pulsar_lite.service_url
+    sent = orders(shop)
+    with PulsarClient(url) as client, client.create_producer(topic_name + "-src") as producer:
+        for msg in sent:
+            producer.send(msg.SerializeToString())
+    option = _option(shop)
+    source = read_pulsar(url, topic=topic_name + "-src", protobufSchema=option)
+    values = source.orderBy("messageId").select("value")
+    _write(values.coalesce(1), url, topic_name, protobufSchema=option)
+    raw = read_pulsar(url, topic=topic_name, schemaMode="raw").orderBy("messageId")
+    assert [shop.Order.FromString(bytes(r.value)) for r in raw.select("value").collect()] == sent
+    back = read_pulsar(url, topic=topic_name, protobufSchema=option).orderBy("messageId")
+    assert back.select("value").collect() == values.collect()
