@@ -176,3 +176,48 @@ def test_protobuf_schema_writes_and_reads_on_pulsar_lite(
     assert [shop.Order.FromString(bytes(r.value)) for r in raw.select("value").collect()] == sent
     back = read_pulsar(url, topic=topic_name, protobufSchema=option).orderBy("messageId")
     assert back.select("value").collect() == values.collect()
+
+
+def test_write_plans_name_records_and_take_the_protobuf_option(shop) -> None:
+    """No broker: under keyValueEncoding, recordName/recordNamespace name the value's
+    record (the key's is ``key``); protobufSchema plans a PROTOBUF_NATIVE write whose
+    schema is complete for registration, and refuses a DataFrame that does not fit."""
+    import pyarrow as pa
+
+    from pulsar_spark.protocol.schema_info import split_key_value
+    from pulsar_spark.spark.errors import PulsarWriteError
+    from pulsar_spark.spark.options import parse_options
+    from pulsar_spark.spark.write_schema import plan_write
+
+    topic = "persistent://public/default/plans"
+    record = pa.struct([("id", pa.int64()), ("name", pa.string())])
+
+    def options(**extra: str):
+        return parse_options({"service.url": "pulsar://127.0.0.1:1", "topic": topic, **extra})
+
+    named = plan_write(
+        topic,
+        record,
+        record,
+        options(keyValueEncoding="separated", recordName="Order", recordNamespace="com.x"),
+        None,
+    )
+    assert named.schema is not None and named.key_value
+    halves = split_key_value(named.schema)
+    names = [json.loads(h.data)["name"] for h in (halves.key, halves.value)]
+    assert names == ["key", "Order"]
+    assert json.loads(halves.value.data)["namespace"] == "com.x"
+    default = plan_write(topic, record, record, options(keyValueEncoding="inline"), None)
+    assert default.schema is not None
+    halves = split_key_value(default.schema)
+    assert [json.loads(h.data)["name"] for h in (halves.key, halves.value)] == ["key", "value"]
+    plan = plan_write(topic, record, None, options(protobufSchema=_option(shop)), None)
+    assert plan.schema is not None and plan.schema.type is SchemaType.PROTOBUF_NATIVE
+    data = json.loads(plan.schema.data)
+    assert data["rootFileDescriptorName"] == "write_shop.proto"
+    files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(data["fileDescriptorSet"]))
+    assert "google/protobuf/timestamp.proto" in {f.name for f in files.file}
+    wrong = pa.struct([("id", pa.string())])
+    with pytest.raises(PulsarWriteError, match="protobufSchema option") as failed:
+        plan_write(topic, wrong, None, options(protobufSchema=_option(shop)), None)
+    assert "id: a column of type string does not fit int64" in str(failed.value)
