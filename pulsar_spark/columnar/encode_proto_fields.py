@@ -103,6 +103,8 @@ class SingularField(FieldEnc):
         pieces = [constant(count, self.tag), *self.value.pieces(kept)]
         if count == rows:
             return pieces
+        if all(p.narrow for p in pieces):  # one matrix side by side, spread once
+            pieces = [join(pieces, count)]
         return [expand(p, present) for p in pieces]
 
 
