@@ -15,6 +15,7 @@ import io
 import json
 import pickle
 import re
+import time
 
 import pytest
 
@@ -265,20 +266,30 @@ def test_a_bare_jwt_is_shown_by_spark_in_stream_plans_unless_redaction_names_it(
 
 
 def test_no_token_on_a_token_broker_is_a_clear_error(
-    spark, apache_pulsar_secure, topic_name
+    spark, apache_pulsar_secure, topic_name, record_property
 ) -> None:
     options = _secure(apache_pulsar_secure, topic=topic_name)
     rows = spark.createDataFrame([("v",)], "value string")
+    seconds: dict[str, float] = {}
     for what, action in (
         ("read", lambda: spark.read.format("pulsar").options(**options).load().count()),
         ("write", lambda: rows.write.format("pulsar").options(**options).mode("append").save()),
     ):
+        started = time.monotonic()
         with pytest.raises(Exception) as info:
             action()
+        seconds[what] = round(time.monotonic() - started, 1)
         text = str(info.value)
         print(f"no token, {what}: ...{text[-300:]}")
         assert re.search(r"(?i)AuthenticationError: .*Failed to authenticate", text), text[:2000]
         assert apache_pulsar_secure.service_url.split("//")[1] in text, text[:2000]  # where
+    figure(
+        record_property,
+        "no_token",
+        read_error_s=seconds["read"],
+        write_error_s=seconds["write"],
+        error="AuthenticationError naming the broker",
+    )
 
 
 def test_client_logs_at_debug_never_show_the_token(apache_pulsar_secure, topic_name, caplog):
@@ -326,7 +337,7 @@ def test_a_rejected_token_is_not_echoed_anywhere(
 
 
 def test_default_hostname_verification_through_spark(
-    spark, apache_pulsar_secure, topic_name
+    spark, apache_pulsar_secure, topic_name, record_property
 ) -> None:
     """The broker's certificate names ``localhost`` only: ``127.0.0.1`` is refused by
     default, accepted with verification turned off, and ``localhost`` works."""
@@ -334,10 +345,12 @@ def test_default_hostname_verification_through_spark(
     auth = {"authPluginClassName": "token", "authParams": f"token:{broker.secure.token}"}
     by_ip = broker.service_url.replace("localhost", "127.0.0.1")
     assert by_ip != broker.service_url
+    started = time.monotonic()
     with pytest.raises(Exception) as info:
         spark.read.format("pulsar").options(
             **_secure(broker, topic=topic_name, **auth, **{"service.url": by_ip})
         ).load().count()
+    refused = round(time.monotonic() - started, 1)
     text = str(info.value)
     print(f"hostname mismatch: {text[:600]}")
     assert re.search(r"(?i)hostname|IP address mismatch|doesn't match", text), text[:2000]
@@ -357,4 +370,11 @@ def test_default_hostname_verification_through_spark(
         .load()
         .count()
         == 0
+    )
+    figure(
+        record_property,
+        "hostname_mismatch",
+        refused_s=refused,
+        refused_by="default verification",
+        accepted_with="tlsHostnameVerificationEnable=false",
     )

@@ -8,6 +8,7 @@ the stream (empty, or created again), a partitioned topic deleted from a pattern
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -21,6 +22,7 @@ from pulsar_spark.spark.spark_types import spark_schema
 from pulsar_spark.spark.stream_offsets import parse_offsets
 from pulsar_spark.spark.stream_reader import PulsarStreamReader
 from tests.support.admin import topic_path
+from tests.support.figures import figure
 
 
 def _stream(url: str, **options: str) -> PulsarStreamReader:
@@ -74,8 +76,9 @@ def _first_ledger_removed(apache_pulsar, topic_name, first: list[str], second: l
 
 
 def test_a_removed_ledger_with_nothing_after_the_position_is_no_loss(
-    apache_pulsar, topic_name
+    apache_pulsar, topic_name, record_property
 ) -> None:
+    started = time.monotonic()
     admin = apache_pulsar.admin
     first, second = [f"a-{i}" for i in range(10)], [f"b-{i}" for i in range(10)]
     reader, end1 = _first_ledger_removed(apache_pulsar, topic_name, first, second)
@@ -93,13 +96,24 @@ def test_a_removed_ledger_with_nothing_after_the_position_is_no_loss(
         ]
     finally:
         reader.stop()
+    figure(
+        record_property,
+        "stream_loss_ledger_removed_before_position",
+        expected=len(second),
+        read=len(values),
+        duplicated=len(values) - len(set(values)),
+        data_loss_error=False,
+        seconds=round(time.monotonic() - started, 1),
+    )
     assert values == [v.encode() for v in second]  # no DataLossError, nothing twice
 
 
 @pytest.mark.parametrize("fail", [True, False], ids=["fail", "warn"])
 def test_a_removed_ledger_with_messages_after_the_position_is_loss(
-    apache_pulsar, topic_name, fail, caplog
+    apache_pulsar, topic_name, fail, caplog, record_property
 ) -> None:
+    started = time.monotonic()
+    name = f"stream_loss_ledger_removed_after_position_{'fail' if fail else 'warn'}"
     admin, url = apache_pulsar.admin, apache_pulsar.service_url
     _fill(url, topic_name, [f"a-{i}" for i in range(10)])
     reader = _stream(url, topic=topic_name, failOnDataLoss=str(fail).lower())
@@ -116,6 +130,8 @@ def test_a_removed_ledger_with_messages_after_the_position_is_loss(
         if fail:
             with pytest.raises(DataLossError, match=r"after:\d+:4:-1:-1.*failOnDataLoss"):
                 _ = [b for part in parts for b in reader.read(part)]
+            seconds = round(time.monotonic() - started, 1)
+            figure(record_property, name, lost=5, data_loss_error=True, seconds=seconds)
             return
         with caplog.at_level(logging.WARNING):
             values = [
@@ -126,12 +142,26 @@ def test_a_removed_ledger_with_messages_after_the_position_is_loss(
             ]
     finally:
         reader.stop()
+    warned = sum("may be lost" in r.getMessage() for r in caplog.records)
+    figure(
+        record_property,
+        name,
+        lost=5,
+        read_after=len(values),
+        warnings=warned,
+        data_loss_error=False,
+        seconds=round(time.monotonic() - started, 1),
+    )
     assert values == [f"b-{i}".encode() for i in range(10)]
-    assert sum("may be lost" in r.getMessage() for r in caplog.records) == 1
+    assert warned == 1
 
 
 @pytest.mark.parametrize("fail", [True, False], ids=["fail", "warn"])
-def test_a_topic_deleted_under_the_stream_is_loss(apache_pulsar, topic_name, fail) -> None:
+def test_a_topic_deleted_under_the_stream_is_loss(
+    apache_pulsar, topic_name, fail, record_property
+) -> None:
+    started = time.monotonic()
+    name = f"stream_loss_topic_deleted_{'fail' if fail else 'warn'}"
     admin, url = apache_pulsar.admin, apache_pulsar.service_url
     _fill(url, topic_name, [f"a-{i}" for i in range(10)])
     reader = _stream(url, topic=topic_name, failOnDataLoss=str(fail).lower())
@@ -143,17 +173,25 @@ def test_a_topic_deleted_under_the_stream_is_loss(apache_pulsar, topic_name, fai
         if fail:
             with pytest.raises(DataLossError, match="deleted"):
                 _latest(reader, end1)
+            seconds = round(time.monotonic() - started, 1)
+            figure(record_property, name, data_loss_error=True, seconds=seconds)
             return
         end2 = _latest(reader, end1)  # the topic is empty now (created again)
         assert end2 == {topic_name: "earliest"}
         _fill(url, topic_name, ["c-0", "c-1"])
         end3 = _latest(reader, end2)
-        assert _batch(reader, end2, end3) == [b"c-0", b"c-1"]  # from its new start
+        after = _batch(reader, end2, end3)
+        seconds = round(time.monotonic() - started, 1)
+        figure(record_property, name, data_loss_error=False, new_read=len(after), seconds=seconds)
+        assert after == [b"c-0", b"c-1"]  # from its new start
     finally:
         reader.stop()
 
 
-def test_a_partitioned_topic_deleted_from_a_pattern_is_loss(apache_pulsar, topic_name) -> None:
+def test_a_partitioned_topic_deleted_from_a_pattern_is_loss(
+    apache_pulsar, topic_name, record_property
+) -> None:
+    started = time.monotonic()
     admin, url = apache_pulsar.admin, apache_pulsar.service_url
     admin.create_partitioned_topic(topic_name, 2)
     _fill(url, topic_name, [f"a-{i}" for i in range(10)])
@@ -169,3 +207,10 @@ def test_a_partitioned_topic_deleted_from_a_pattern_is_loss(apache_pulsar, topic
             _latest(reader, end1)
     finally:
         reader.stop()
+    figure(
+        record_property,
+        "stream_loss_pattern_partitioned_topic_deleted",
+        partitions=2,
+        data_loss_error=True,
+        seconds=round(time.monotonic() - started, 1),
+    )
