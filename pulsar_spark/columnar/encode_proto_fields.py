@@ -76,11 +76,19 @@ class SingularField(FieldEnc):
     ``explicit``: every non-null value is written (else defaults are left out)."""
 
     def __init__(
-        self, path: str, number: int, value: ValueEnc, *, nullable: bool, explicit: bool
+        self,
+        path: str,
+        number: int,
+        value: ValueEnc,
+        *,
+        nullable: bool,
+        explicit: bool,
+        required: bool = False,
     ) -> None:
         super().__init__(path, number)
         self.value = value
         self.nullable = nullable
+        self.required = required
         self.explicit = explicit
         self.tag = tag(number, value.wire)
 
@@ -89,7 +97,13 @@ class SingularField(FieldEnc):
         rows = len(array)
         nulls = array.null_count
         if nulls and not self.nullable:
-            raise self.misfit(_nulls(nulls, "the field cannot be null (no presence)"))
+            where = (
+                "a required field cannot be null"
+                if self.required
+                else "the field has no presence: reads never give null for it (declare it "
+                "optional, or fill in its default)"
+            )
+            raise self.misfit(_nulls(nulls, where))
         present = valid_mask(array)
         kept = array.filter(pa.array(present)) if nulls else array
         if not self.explicit and len(kept):

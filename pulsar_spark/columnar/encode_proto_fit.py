@@ -209,7 +209,9 @@ class _Fitter:
             return None
         nullable = f.presence and not layout.required
         explicit = layout.explicit or f.kind in ("message", "timestamp", "wrapper")
-        return SingularField(path, f.number, value, nullable=nullable, explicit=explicit)
+        return SingularField(
+            path, f.number, value, nullable=nullable, explicit=explicit, required=layout.required
+        )
 
     def value(self, dtype: pa.DataType, f: ProtoField, path: str, owner: str) -> ValueEnc | None:
         """The encoder of one value of ``f`` (not its repetition), a field of the message

@@ -172,7 +172,7 @@ def test_what_does_not_fit_is_named_before_encoding() -> None:
         ProtoEncoder(pa.struct([("g", pa.string())]), required)
     assert caught.value.fields == ["f1"]
     enc = ProtoEncoder(pa.struct([("f1", pa.int64())]), required)
-    with pytest.raises(SchemaMismatch, match="cannot be null") as caught:
+    with pytest.raises(SchemaMismatch, match="a required field cannot be null") as caught:
         enc.encode(pa.table({"f1": pa.array([1, None], pa.int64())}))
     assert caught.value.fields == ["f1"]
 
