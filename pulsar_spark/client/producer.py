@@ -32,6 +32,7 @@ from .lookup import LookupService
 from .names import TopicName
 from .outgoing import OpenBatch, item_bytes, seal
 from .producer_session import ProducerSession
+from .receipt_watch import ReceiptWatch, warn_overdue
 
 __all__ = ["DEFAULT_MAX_PENDING_BYTES", "Producer", "encoded_rows"]
 
@@ -123,6 +124,7 @@ class Producer(ProducerSession):
         #: release the producer lock, never this one): the messages of two senders
         #: never interleave out of sequence-id order.
         self._sending = threading.Lock()
+        self._watch = ReceiptWatch()
         self._create_first()
         threading.Thread(
             target=self._timer_loop,
@@ -306,13 +308,19 @@ class Producer(ProducerSession):
 
     def _expire(self) -> None:
         """Fail the producer when its oldest batch waited longer than the send
-        timeout (lock held)."""
+        timeout; re-create it when that batch's receipt is overdue (lock held)."""
         timeout = self._send_timeout
-        if not self._pending or timeout <= 0 or self._error is not None:
+        if not self._pending or self._error is not None:
             return
         oldest = next(iter(self._pending.values()))
-        waited = time.monotonic() - oldest.created
-        if waited < timeout:
+        now = time.monotonic()
+        waited = now - oldest.created
+        if timeout <= 0 or waited < timeout:
+            overdue = self._watch.overdue(oldest, None if self._reconnecting else self._conn, now)
+            if overdue is not None:
+                batches = list(self._pending.values())
+                reason = warn_overdue(self.name, str(self.topic), batches, overdue)
+                self._schedule_reconnect(reason, recreate=True)
             return
         batches = list(self._pending.values())
         msg = (

@@ -26,6 +26,8 @@ message may be stored twice, and a warning names the topic, producer and
 sequence ids. A batch still unconfirmed ``send_timeout`` seconds after it
 was sealed fails the producer with an error naming the topic and the
 sequence ids (0: no send timeout, as the Java client's ``sendTimeout(0)``).
+The last batch's lost receipt, which no later one reveals, is found by
+:mod:`.receipt_watch` (overdue for the operation timeout with nothing moving).
 
 The first creation is retried within the operation timeout when the failure
 is retriable (:func:`.retry.classify`): ServiceNotReady during an unload, a

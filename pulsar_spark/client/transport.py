@@ -24,6 +24,7 @@ import contextlib
 import select
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import deque
@@ -37,6 +38,14 @@ from .config import TlsOptions
 from .errors import ClientError, ConnectError
 
 __all__ = ["TlsMismatch", "Transport", "speaks_tls"]
+
+try:
+    import fcntl
+    import termios
+
+    _OUTQ: int | None = termios.TIOCOUTQ
+except (ImportError, AttributeError):  # Windows
+    _OUTQ = None
 
 _RECV_SIZE = 256 * 1024
 
@@ -193,8 +202,9 @@ class Transport:
 
     @property
     def busy(self) -> bool:
-        """Whether frames wait to be written, or are being written (unlocked: a hint)."""
-        return bool(self._outbox) or self._writing
+        """Whether frames wait to be written, are being written, or were written but
+        the peer has not acknowledged all their bytes yet (unlocked: a hint)."""
+        return bool(self._outbox) or self._writing or _unacknowledged(self.sock) > 0
 
     def drain(self, timeout: float) -> bool:
         """Wait until everything queued is written (at most ``timeout`` s)."""
@@ -347,6 +357,17 @@ def speaks_tls(host: str, port: int, timeout: float) -> bool:
         return "ALERT" in str(exc).upper()  # a TLS server refusing us, still TLS
     except OSError:
         return False
+
+
+def _unacknowledged(sock: socket.socket) -> int:
+    """Bytes written to ``sock`` the peer has not acknowledged (Linux's SIOCOUTQ: the
+    kernel holds megabytes, 30 s and more of a slow link); 0 where unknown."""
+    if _OUTQ is None:
+        return 0
+    try:
+        return int.from_bytes(fcntl.ioctl(sock.fileno(), _OUTQ, bytes(4)), sys.byteorder)
+    except (OSError, ValueError):  # not Linux, or closed meanwhile
+        return 0
 
 
 def _wait_ready(sock: socket.socket, *, write: bool, timeout: float) -> bool:

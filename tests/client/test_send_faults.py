@@ -10,6 +10,7 @@ ERROR the way a broker does during an unload.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import threading
 import time
@@ -52,8 +53,12 @@ def _swallow_receipts(*sequence_ids: int):
 # -- lost receipts on a live connection ------------------------------------------------
 
 
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
 def test_a_lost_receipt_is_detected_and_the_message_sent_again(
-    pulsar_lite, fault_proxy, topic_name
+    pulsar_lite, fault_proxy, topic_name, caplog
 ) -> None:
     # Receipts come in order: the one for 4 while 3 waits shows 3's was lost. The
     # producer is re-created on the same connection and 3 goes again; without broker
@@ -61,7 +66,10 @@ def test_a_lost_receipt_is_detected_and_the_message_sent_again(
     hook = _swallow_receipts(3)
     proxy = fault_proxy(pulsar_lite, frame_hook=hook)
     sent = [b"m%d" % i for i in range(10)]
-    with PulsarClient(proxy.service_url) as client:
+    with (
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.producer_session"),
+        PulsarClient(proxy.service_url) as client,
+    ):
         producer = client.create_producer(topic_name, batching=False, send_timeout=60)
         for value in sent:
             producer.send(value)
@@ -70,6 +78,10 @@ def test_a_lost_receipt_is_detected_and_the_message_sent_again(
         assert time.monotonic() - started < 15  # not the send timeout
         producer.close()
     assert hook.swallowed == [3]
+    warned = [w for w in _warnings(caplog) if "no receipt for sequence ids 3 " in w]
+    assert len(warned) == 1, _warnings(caplog)
+    assert topic_name in warned[0] and "sending them again" in warned[0]
+    assert "may be stored twice" in warned[0]
     assert proxy.connections_accepted == 1  # the connection stayed
     values = _values(pulsar_lite.service_url, topic_name)
     assert list(dict.fromkeys(values)) == sent
@@ -93,6 +105,63 @@ def test_a_lost_receipt_with_deduplication_is_stored_once(
     assert sorted(hook.swallowed) == [3, 7]
     assert proxy.connections_accepted == 1
     assert _values(apache_pulsar_dedup.service_url, topic_name) == sent
+
+
+def _flush_within(producer: Producer, seconds: float) -> float:
+    """flush() with no timeout, as the Spark sink calls it, in a thread given
+    ``seconds``: the time it took (the test fails, and the thread is left, past it)."""
+    errors: list[BaseException] = []
+
+    def flush() -> None:
+        try:
+            producer.flush()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    started = time.monotonic()
+    flusher = threading.Thread(target=flush, daemon=True)
+    flusher.start()
+    flusher.join(seconds)
+    assert not flusher.is_alive(), f"flush() still waiting after {seconds:g} s"
+    assert not errors, errors
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("broker_kind", ["apache_pulsar_dedup", "pulsar_lite"])
+def test_a_lost_last_receipt_without_send_timeout_is_sent_again(
+    broker_kind, request, fault_proxy, topic_name, caplog
+) -> None:
+    # sendTimeout 0, as Pulsar's deduplication guide recommends, and the receipt of the
+    # last message lost: no later receipt reveals it, and flush() used to wait for ever
+    # (the Spark sink's does). Once it is overdue (the operation timeout, 3 s here, with
+    # nothing moving on the connection) the producer is re-created and the message
+    # sent again: stored once with deduplication, at least once without.
+    broker = request.getfixturevalue(broker_kind)
+    hook = _swallow_receipts(4)
+    proxy = fault_proxy(broker.service_url, frame_hook=hook)
+    sent = [b"m%d" % i for i in range(5)]
+    with (
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client"),
+        PulsarClient(proxy.service_url, operation_timeout=3) as client,
+    ):
+        producer = client.create_producer(
+            topic_name, producer_name=f"lost-last-{broker_kind}", batching=False, send_timeout=0
+        )
+        for value in sent:
+            producer.send(value)
+        elapsed = _flush_within(producer, 30)
+        producer.close()
+    print(f"\nlast receipt lost ({broker_kind}): flush() returned in {elapsed:.1f} s")
+    assert hook.swallowed == [4]
+    assert 2.5 <= elapsed < 20  # the operation timeout, then a resend
+    assert proxy.connections_accepted == 1  # the producer alone was re-created
+    warned = [w for w in _warnings(caplog) if "no receipt for sequence ids 4 " in w]
+    assert len(warned) == 1, _warnings(caplog)
+    values = _values(broker.service_url, topic_name)
+    if broker_kind == "apache_pulsar_dedup":
+        assert values == sent
+    else:
+        assert list(dict.fromkeys(values)) == sent and values.count(b"m4") <= 2
 
 
 # -- the send timeout, per message -------------------------------------------------------
