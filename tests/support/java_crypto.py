@@ -73,10 +73,9 @@ def java_produce_encrypted_many(
         }
         lines.append(json.dumps(line) + "\n")
     out = _run(["produce", service_url], "".join(lines))
-    ids: dict[str, list[str]] = {}
+    got: list[list[str]] = [[] for _ in jobs]
     for line in out:
-        ids.setdefault(line["topic"], []).append(line["id"])
-    got = [ids.get(job["topic"], []) for job in jobs]
+        got[line["job"]].append(line["id"])
     for job, job_ids in zip(jobs, got, strict=True):
         if len(job_ids) != len(job["values"]):
             msg = f"CryptoTool sent {len(job_ids)} of {len(job['values'])} to {job['topic']}"

@@ -9,7 +9,8 @@
 //       "key": str or null, "properties": {str: str} or null}, ...]}.
 //       One producer per job (defaultCryptoKeyReader(Map), every name added as an encryption
 //       key); all are created at once, then every message is sent asynchronously.
-//       stdout: {"topic": t, "id": "<message id>"} per message, jobs and messages in order.
+//       stdout: {"job": <index>, "topic": t, "id": "<message id>"} per message, jobs and
+//       messages in order (several jobs may have the same topic).
 //   consume <serviceUrl> <topic> <count> <privateKeyUrl>
 //       Reads <count> messages from the earliest with defaultCryptoKeyReader(url) and
 //       cryptoFailureAction FAIL; prints {"value": "<base64>", "keys": [names]} per message.
@@ -94,6 +95,7 @@ public class CryptoTool {
         for (int j = 0; j < jobs.size(); j++) {
             for (CompletableFuture<MessageId> id : sent.get(j)) {
                 ObjectNode out = JSON.createObjectNode();
+                out.put("job", j);
                 out.put("topic", jobs.get(j).get("topic").asText());
                 out.put("id", String.valueOf(id.get(60, TimeUnit.SECONDS)));
                 System.out.println(JSON.writeValueAsString(out));
