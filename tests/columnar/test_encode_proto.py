@@ -79,6 +79,11 @@ def test_random_messages_round_trip_to_protobufs_bytes(
             assert got == want  # the very bytes protobuf serializes
     # And our own reader reads back what it read.
     assert plan.decode(ours).to_pylist() == column.to_pylist()
+    # A slice (offsets in every child) encodes as its rows do.
+    assert ProtoEncoder(column.type, info).encode(column.slice(1)).to_pylist() == [
+        *written[1:],
+        None,
+    ]
 
 
 _ORDER = [
@@ -263,3 +268,65 @@ def test_protobuf_with_parsing_info_writes_every_value_unpacked() -> None:
     out = ProtoEncoder(pa.struct(list(table.schema)), info).encode(table).to_pylist()
     assert out[0] == bytes.fromhex("0800120018011802")
     assert cls.FromString(out[1]) == cls(f1=5, f2="x")
+
+
+_ARROW_INTS = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+               pa.uint32(), pa.uint64(), pa.decimal128(20, 0)]  # fmt: skip
+_INT_KINDS = ["int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64",
+              "sfixed32", "sfixed64"]  # fmt: skip
+
+
+def _bounds(dtype: pa.DataType) -> tuple[int, int]:
+    if pa.types.is_decimal(dtype):
+        return -(2**64), 2**64
+    bits = dtype.bit_width
+    if pa.types.is_signed_integer(dtype):
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    return 0, 2**bits - 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(_INT_KINDS), min_size=1, max_size=5),
+    types=st.lists(st.sampled_from(_ARROW_INTS), min_size=5, max_size=5),
+    optional=st.booleans(),
+    data=st.data(),
+)
+def test_random_integer_columns_of_any_arrow_type(
+    kinds: list[str], types: list[pa.DataType], optional: bool, data: st.DataObject
+) -> None:
+    """Any Arrow integer type (and decimal) into any integer field: the values protobuf
+    reads are the column's, or the write fails naming the field of the first value out of
+    the field's range; a null is an absent field where the field has presence."""
+    from pulsar_spark.columnar.encode_proto_values import RANGES
+
+    spec = [(k, i + 1, False, "?" if optional else "") for i, k in enumerate(kinds)]
+    cls, info = build(spec)
+    columns, wanted, fits = {}, [], True
+    for (kind, number, _, _), dtype in zip(spec, types, strict=False):
+        lo, hi = _bounds(dtype)
+        values = data.draw(st.lists(st.integers(lo, hi) | st.none(), min_size=3, max_size=3))
+        if not optional:
+            values = [0 if v is None else v for v in values]
+        arrow = [Decimal(v) if v is not None and pa.types.is_decimal(dtype) else v for v in values]
+        columns[f"f{number}"] = pa.array(arrow, dtype)
+        low, high = RANGES[kind]
+        if fits and any(v is not None and not low <= v <= high for v in values):
+            fits, first_bad = False, f"f{number}"
+        wanted.append(values)
+    table = pa.table(columns)
+    encoder = ProtoEncoder(pa.struct(list(table.schema)), info)
+    if not fits:
+        with pytest.raises(SchemaMismatch, match="out of the range") as caught:
+            encoder.encode(table)
+        assert caught.value.fields == [first_bad]
+        return
+    for row, payload in enumerate(encoder.encode(table).to_pylist()):
+        msg = cls.FromString(payload)
+        for (_, number, _, _), values in zip(spec, wanted, strict=False):
+            value = values[row]
+            name = f"f{number}"
+            if value is None:
+                assert not msg.HasField(name)
+            else:
+                assert getattr(msg, name) == value
