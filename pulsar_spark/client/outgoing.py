@@ -3,9 +3,9 @@ compression, chunks), kept until the broker confirms them.
 
 A batch of several messages carries ``num_messages_in_batch`` and the
 ``highest_sequence_id``; a message sent alone copies its item metadata
-(properties, key, event time, tombstone flag) into the message metadata. A
-message whose (compressed) payload does not fit the message limit is split
-into chunks: one SEND per chunk (``is_chunk``), all sharing the message's
+(properties, key, event time, tombstone and null key flags) into the message
+metadata. A message whose (compressed) payload does not fit the message limit
+is split into chunks: one SEND per chunk (``is_chunk``), all sharing the message's
 sequence id and ``uuid``, each chunk's metadata plus payload within the limit.
 """
 
@@ -28,7 +28,13 @@ __all__ = ["OpenBatch", "PendingBatch", "item_bytes", "seal"]
 
 _U32 = struct.Struct(">I")
 
-_ITEM_FIELDS = ("partition_key", "partition_key_b64_encoded", "event_time", "null_value")
+_ITEM_FIELDS = (
+    "partition_key",
+    "partition_key_b64_encoded",
+    "event_time",
+    "null_value",
+    "null_partition_key",
+)
 
 
 @dataclass(slots=True)

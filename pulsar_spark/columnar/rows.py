@@ -7,9 +7,15 @@ protobuf writes SingleMessageMetadata fields in field-number order; a queued
 adds payload_size (3), sequence_id (8) and null_value (9) around them, byte
 for byte as ``SerializeToString`` would::
 
-    item metadata = head (1, 2) + payload_size (3) + tail (5, 6) + sequence_id (8)
+    item metadata = head (1, 2) + payload_size (3) + tail (5, 6 [, 10]) + sequence_id (8)
                     [+ null_value (9)]
     batch payload = per item: u32 metadata size, item metadata, payload
+
+The one exception: ``null_partition_key`` (10), set for the null keys of a key
+column of SEPARATED KEY_VALUE keys (marked with :data:`SEPARATED_KEYS`, as the
+Java client sets it for a null key of such a schema), ends the tail, before
+field 8: protobuf readers (the Java client's, the broker's, ours) take fields
+in any order, and the queued item stays four plain values.
 
 :class:`Rows` encodes an Arrow table column by column for a producer's
 ``send_batch``: per row its metadata head and tail, tombstone flag, payload
@@ -31,6 +37,7 @@ from ..protocol.wire import encode_varint
 
 __all__ = [
     "ALLOWED_COLUMNS",
+    "SEPARATED_KEYS",
     "InvalidRows",
     "Item",
     "Rows",
@@ -42,6 +49,8 @@ __all__ = [
     "event_millis",
     "item_body",
     "partition_key_text",
+    "separated_keys",
+    "separated_keys_field",
     "single_metadata",
 ]
 
@@ -55,6 +64,13 @@ ALLOWED_COLUMNS = frozenset({"value", "key", "properties", "eventTime"})
 _U32 = struct.Struct(">I")
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 _UNIT_DIVISORS: dict[str, int | None] = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}
+#: null_partition_key (10) = true.
+NULL_KEY = b"\x50\x01"
+
+#: Field metadata of a binary ``key`` column holding the encoded keys of SEPARATED
+#: KEY_VALUE messages: its null rows are sent with ``null_partition_key`` (a null in any
+#: other key column is a message without a key).
+SEPARATED_KEYS = {b"pulsar.keyValueEncoding": b"SEPARATED"}
 
 
 class InvalidRows(EncodeError, ValueError):
@@ -70,6 +86,22 @@ class InvalidRows(EncodeError, ValueError):
 def partition_key_text(key: str | bytes) -> str:
     """The partition key as the wire carries it: bytes keys are base64 text."""
     return key if isinstance(key, str) else base64.b64encode(key).decode()
+
+
+def separated_keys_field(dtype: pa.DataType | None = None) -> pa.Field:
+    """The ``key`` field (binary unless ``dtype`` says) of SEPARATED KEY_VALUE keys:
+    ``table.set_column(i, separated_keys_field(), keys)``."""
+    return pa.field("key", pa.binary() if dtype is None else dtype, metadata=SEPARATED_KEYS)
+
+
+def separated_keys(table: pa.Table | pa.RecordBatch) -> bool:
+    """Whether the table's ``key`` column holds SEPARATED KEY_VALUE keys (its field carries
+    :data:`SEPARATED_KEYS`)."""
+    schema = table.schema
+    if "key" not in schema.names:
+        return False
+    metadata = schema.field("key").metadata
+    return bool(metadata) and metadata.get(b"pulsar.keyValueEncoding") == b"SEPARATED"
 
 
 def check_columns(table: pa.Table | pa.RecordBatch) -> set[str]:
@@ -111,18 +143,19 @@ def encode_head(key: str | bytes | None, properties: dict[str, str] | None) -> t
     return b"".join(parts), size
 
 
-def encode_tail(event_time: int | None, b64: bool) -> bytes:
-    """Fields 5 and 6 encoded.
+def encode_tail(event_time: int | None, b64: bool, null_key: bool = False) -> bytes:
+    """Fields 5 and 6 encoded, and 10 (null_partition_key) when ``null_key``.
 
     Raises:
         InvalidRows: a negative event time.
     """
+    flags = (b"\x30\x01" if b64 else b"") + (NULL_KEY if null_key else b"")
     if not event_time:
-        return b"\x30\x01" if b64 else b""
+        return flags
     if event_time < 0:
         msg = f"event time {event_time} is negative"
         raise InvalidRows(msg)
-    return b"".join((b"\x28", _varint(event_time), b"\x30\x01" if b64 else b""))
+    return b"".join((b"\x28", _varint(event_time), flags))
 
 
 def encode_pre(head: bytes, value: bytes, tail: bytes) -> bytes:
@@ -232,12 +265,19 @@ class Rows:
             heads = [h for h, _ in pairs]
             self.sizes = [z + len(v) for (_, z), v in zip(pairs, values, strict=True)]
         tails: list[bytes] | None
-        if times is None and (keys is None or not any(isinstance(k, bytes) for k in keys)):
+        null_keys = keys is not None and separated_keys(table) and None in keys
+        if (
+            times is None
+            and not null_keys
+            and (keys is None or not any(isinstance(k, bytes) for k in keys))
+        ):
             tails = None
         else:
             tails = [
                 encode_tail(
-                    times[i] if times else None, keys is not None and isinstance(keys[i], bytes)
+                    times[i] if times else None,
+                    keys is not None and isinstance(keys[i], bytes),
+                    null_keys and keys is not None and keys[i] is None,
                 )
                 for i in range(n)
             ]

@@ -5,7 +5,11 @@ message (protobuf's field-number order)::
 
     item = smm_size:u32  smm[smm_size]  payload
     smm  = properties(1)*  [partition_key(2)]  payload_size(3)  [event_time(5)]
-           [partition_key_b64_encoded(6)]  sequence_id(8)  [null_value(9)]
+           [partition_key_b64_encoded(6)]  [null_partition_key(10)]  sequence_id(8)
+           [null_value(9)]
+
+(null_partition_key: the null keys of a key column of SEPARATED KEY_VALUE keys,
+:data:`.rows.SEPARATED_KEYS`; before field 8, as :mod:`.rows` places it.)
 
 Every field is a piece (:mod:`.encode_pieces`) for all rows at once, and the
 items lie one after another in one buffer (:class:`ItemBlock`), so a Pulsar
@@ -37,7 +41,7 @@ from .encode_pieces import (
     join,
     varint_piece,
 )
-from .rows import ALLOWED_COLUMNS, InvalidRows, check_columns
+from .rows import ALLOWED_COLUMNS, NULL_KEY, InvalidRows, check_columns, separated_keys
 
 __all__ = ["ItemBlock", "columnar_rows", "item_block"]
 
@@ -122,8 +126,9 @@ def _values(array: pa.Array) -> tuple[Piece, Mask | None]:
     return binary_piece(array), None if valid is None else ~valid
 
 
-def _key(array: pa.Array, n: int) -> tuple[list[Piece], Piece | None]:
-    """partition_key (2), and partition_key_b64_encoded (6) for binary keys."""
+def _key(array: pa.Array, n: int, separated: bool) -> tuple[list[Piece], list[Piece]]:
+    """partition_key (2), and the flags: partition_key_b64_encoded (6) for binary keys,
+    null_partition_key (10) for the null keys of ``separated`` (KEY_VALUE) keys."""
     valid = _valid(array)
     kept = array if valid is None else array.filter(pa.array(valid))
     text = binary_piece(kept)
@@ -131,11 +136,14 @@ def _key(array: pa.Array, n: int) -> tuple[list[Piece], Piece | None]:
     if b64:
         text = base64_piece(text)
     pieces = _field(b"\x12", text)
-    flag: Piece | None = constant(len(kept), b"\x30\x01") if b64 else None
+    flags = [constant(len(kept), b"\x30\x01")] if b64 else []
     if valid is not None:
         pieces = [expand(p, valid) for p in pieces]
-        flag = None if flag is None else expand(flag, valid)
-    return pieces, flag
+        flags = [expand(p, valid) for p in flags]
+        if separated:
+            nulls = ~valid
+            flags.append(expand(constant(int(nulls.sum()), NULL_KEY), nulls))
+    return pieces, flags
 
 
 def _properties(array: pa.Array, n: int) -> Piece:
@@ -222,9 +230,9 @@ def item_block(table: pa.Table | pa.RecordBatch, seqs: Int64s) -> ItemBlock:
     fields: list[Piece] = []
     if "properties" in names:
         fields.append(_properties(_column(table, "properties"), n))
-    flag = None
+    flags: list[Piece] = []
     if "key" in names:
-        key_pieces, flag = _key(_column(table, "key"), n)
+        key_pieces, flags = _key(_column(table, "key"), n, separated_keys(table))
         fields += key_pieces
     fields += [constant(n, b"\x18"), _varint(value.lens)]
     if "eventTime" in names:
@@ -236,8 +244,7 @@ def item_block(table: pa.Table | pa.RecordBatch, seqs: Int64s) -> ItemBlock:
             kept = times[present]
             tag = constant(len(kept), b"\x28")
             fields += [expand(tag, present), expand(_varint(kept), present)]
-    if flag is not None:
-        fields.append(flag)
+    fields += flags
     fields += [constant(n, b"\x40"), _varint(seqs)]
     if tombstones is not None and tombstones.any():
         fields.append(expand(constant(int(tombstones.sum()), b"\x48\x01"), tombstones))
