@@ -211,7 +211,8 @@ def main() -> int:
         payload_mib = args.messages * args.size / 2**20
         print(f"imports only: {idle:.0f} MiB; topic payload {payload_mib:.0f} MiB")
         ratio = best["official"] / best["ours"]
-        print(f"ours/official: {ratio:.2f}x (goal: at least 2.0x)")
+        goal = 5.0 if args.encrypted else 2.0  # issue 16: encrypted reads at least 5x
+        print(f"ours/official: {ratio:.2f}x (goal: at least {goal:.1f}x)")
     return 0
 
 
