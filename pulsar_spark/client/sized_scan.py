@@ -11,10 +11,17 @@ holds it, decompressed. No Arrow is built:
   message put together);
 * an item of a batch: its own size (the batch is decompressed and split, as
   the id scan does anyway to see its items' ``compacted_out`` flags);
+* an encrypted message, read without its key (the scan needs none): its
+  ``uncompressed_size``, which the metadata keeps in clear (the plaintext
+  before compression), or, when the producer left it out (no compression),
+  its ciphertext less the 16-byte AES-GCM tag of each encrypted payload: the
+  plaintext's length, as for a plain message;
 * an encrypted batch, whose items are known only once decrypted: the id scan
   gives it whole, once per message it holds; the first of those carries the
-  batch's (encrypted) payload length and the others 0, so that the sizes of a
-  range add up to what it holds, and a range never ends inside it.
+  batch's size as above (its items' values and their few bytes of per-item
+  metadata: a budget is kept, by a small margin) and the others 0, so that
+  the sizes of a range add up to what it holds, and a range never ends
+  inside it.
 
 Used by the stream reader's byte limit (``maxBytesPerTrigger``): the driver
 learns payload sizes over the binary protocol, without the admin API.
@@ -74,8 +81,12 @@ class SizedIdSink(IdSink):
         if entry.batched and entry.located:  # a batch the id scan split: item sizes
             sizes = entry.sizes
             self._sizes.extend(sizes[p] for p in positions)
-        elif metadata.HasField("num_messages_in_batch") and len(metadata.encryption_keys):
-            self._sizes.extend([len(message.payload)] + [0] * (added - 1))
+        elif len(metadata.encryption_keys):  # not decrypted: sizes from the metadata
+            size = _encrypted_size(metadata, message.payload)
+            if metadata.HasField("num_messages_in_batch"):
+                self._sizes.extend([size] + [0] * (added - 1))
+            else:
+                self._sizes.extend([size] * added)
         else:
             self._sizes.extend([_single_size(metadata, message.payload)] * added)
 
@@ -92,6 +103,19 @@ def _single_size(metadata: pb.MessageMetadata, payload: bytes | memoryview) -> i
     if metadata.compression != pb.NONE and metadata.HasField("uncompressed_size"):
         return int(metadata.uncompressed_size)
     return len(payload)
+
+
+#: Bytes AES-GCM adds to each payload it encrypts (the tag).
+_TAG_BYTES = 16
+
+
+def _encrypted_size(metadata: pb.MessageMetadata, payload: bytes | memoryview) -> int:
+    """An encrypted message's (or batch's) plaintext size, before compression."""
+    if metadata.HasField("uncompressed_size"):
+        return int(metadata.uncompressed_size)
+    # A chunked message's chunks are each encrypted (each has a tag); the id scan cut them.
+    pieces = 0 if metadata.num_chunks_from_msg > 1 else 1
+    return max(0, len(payload) - _TAG_BYTES * pieces)
 
 
 def scan_sizes(

@@ -5,7 +5,9 @@ Options (Spark 4.2+, where Python sources get ``latestOffset(start, limit)``):
 * ``maxRecordsPerTrigger`` (Kafka's ``maxOffsetsPerTrigger``): messages per
   micro-batch at most;
 * ``maxBytesPerTrigger`` (StreamNative's and Databricks' name): bytes of payload
-  (decompressed, as ``value`` holds it) per micro-batch at most. A micro-batch
+  (decompressed, as ``value`` holds it; on an encrypted topic the plaintext's
+  size, which the metadata keeps in clear, so the driver needs no key, an
+  encrypted batch counted whole) per micro-batch at most. A micro-batch
   always takes at least one message, even one larger than the whole budget:
   else a message that size would stall the stream for ever;
 * ``minRecordsPerTrigger`` (Kafka's ``minOffsetsPerTrigger``) with

@@ -443,3 +443,92 @@ def test_lag_per_partition_and_in_total_shows_in_progress(
     assert len(progress) >= 4
     last = json.loads(query.lastProgress["sources"][0]["latestOffset"])
     assert last["lag"]["maxOffsetsBehindLatest"] == 0 and last["lag"]["exact"] is True
+
+
+# -- encrypted topics -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rsa_reader_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(public, private) PEM files of one RSA-2048 key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    directory = tmp_path_factory.mktemp("admission-keys")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pub, priv = directory / "pub.pem", directory / "priv.pem"
+    priv.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    pub.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return pub, priv
+
+
+def _produce_encrypted(url: str, topic: str, values: list[bytes], files, **options) -> None:
+    import pulsar
+
+    reader = pulsar.CryptoKeyReader(*(str(f) for f in files))
+    produce(url, topic, values, encryption_key="app", crypto_key_reader=reader, **options)
+
+
+def test_sized_scans_count_an_encrypted_payloads_plaintext_without_the_key(
+    pulsar_lite, topic_name, rsa_reader_files
+) -> None:
+    """The id scan cannot open an encrypted batch (no key), but its metadata keeps the
+    plaintext's size in clear: that is what is counted, not the (compressed) ciphertext."""
+    from pulsar_spark.client import PulsarClient
+    from pulsar_spark.client.sized_scan import scan_sizes
+
+    url = pulsar_lite.service_url
+    batch = [b"%02d:" % i + b"x" * 500 for i in range(8)]  # LZ4 makes it ~100 bytes
+    _produce_encrypted(url, topic_name, batch, rsa_reader_files, compression="LZ4",
+                       batching_max_messages=8)  # fmt: skip
+    single = [b"s" * 3000, b"t" * 700]
+    _produce_encrypted(url, topic_name, single[:1], rsa_reader_files, batching=False)
+    _produce_encrypted(url, topic_name, single[1:], rsa_reader_files, batching=False,
+                       compression="ZSTD")  # fmt: skip
+    with PulsarClient(url) as client:
+        refs = list(scan_sizes(client, topic_name))
+    sizes = [r.size for r in refs]
+    assert len(refs) == 10 and sizes[1:8] == [0] * 7, sizes
+    # A batch: its values and their per-item metadata (a few bytes each), decompressed.
+    assert sum(map(len, batch)) <= sizes[0] <= sum(map(len, batch)) + 8 * 32, sizes
+    assert sizes[8:] == [3000, 700], sizes  # single messages: exactly the value
+
+
+@needs_admission_control
+def test_bytes_bound_micro_batches_of_an_encrypted_topic_as_of_a_plain_one(
+    spark, pulsar_lite, topic_name, tmp_path, rsa_reader_files
+) -> None:
+    url = pulsar_lite.service_url
+    sent = [b"%04d:" % i + b"x" * (300 + (i * 131) % 600) for i in range(96)]
+    # Compressible: each batch of 8 (~5 KB of values) is ~200 bytes of ciphertext.
+    _produce_encrypted(url, topic_name, sent, rsa_reader_files, compression="LZ4",
+                       batching_max_messages=8)  # fmt: skip
+    big = b"big:" + b"y" * 20000  # larger than the whole budget: a micro-batch of its own
+    _produce_encrypted(url, topic_name, [big], rsa_reader_files, batching=False,
+                       compression="LZ4")  # fmt: skip
+    df = _stream(
+        spark, url, topic=topic_name, startingOffsets="earliest", maxBytesPerTrigger="12000",
+        privateKey=rsa_reader_files[1].as_uri(),
+    )  # fmt: skip
+    batches: list = []
+    _available_now(df, tmp_path / "c", batches)
+    sizes = [[len(r["value"]) for r in rows] for _, _, rows in batches if rows]
+    for got in sizes:
+        # within the budget, or one encrypted batch (never split: it is opened whole)
+        assert sum(got) <= 12000 or len(got) <= 8, sizes
+    assert [20004] in sizes
+    got = [r["value"] for _, _, rows in batches for r in rows]
+    assert sorted(got) == sorted([*sent, big])
+    # ~60 KB of values in 12 KB budgets: at least 5 micro-batches, as for a plain topic
+    # (counting ciphertext, ~2.4 KB for the lot, they all went in one).
+    assert len(sizes) >= sum(map(len, sent)) // 12000 + 1, sizes
