@@ -277,12 +277,14 @@ OPTIONS: tuple[Option, ...] = (
            "name to URL; without it an encrypted message fails the read. Spark shows a "
            "stream's options in its plan unless their name matches "
            "`spark.sql.redaction.options.regex` (`url` by default): give a `data:` key as "
-           "`privateKeyUrl`"),
+           "`privateKeyUrl` (a stream given one as `privateKey` logs a WARNING)"),
     Option("cryptoFailureAction", ("pulsar.reader.cryptoFailureAction",), READ,
            crypto.failure_action, "crypto_failure_action", "fail",
            "a message that does not decrypt: `fail` the task (naming it, its key names and "
-           "this option), `discard` it (counted, logged at WARNING with its id), or `consume` "
-           "it still encrypted (its `properties` say so: `pulsar.encryption.keys` and more)"),
+           "this option), `discard` it (logged at WARNING with its id, then a count per "
+           "partition), or `consume` it still encrypted (its `properties` say so: "
+           "`pulsar.encryption.keys` and more, so a `.schema(...)` must keep `properties`; "
+           "a chunked message cannot be consumed: it fails)"),
     Option("listenerName", (_C + "listenerName",), ALL, v.non_empty, "listener_name", None,
            "the broker's advertised listener to connect through (a cluster with internal "
            "and external addresses): lookups answer with that listener's address"),
