@@ -40,11 +40,7 @@ from pulsar_spark.protocol.encryption import open_chunk
 from pulsar_spark.protocol.encryptor import Encryptor
 from pulsar_spark.protocol.framing import Frame
 from pulsar_spark.protocol.message_id import to_signed64
-from tests.support.java_crypto import (
-    java_consume_decrypted,
-    java_produce_encrypted,
-    java_produce_encrypted_many,
-)
+from tests.support.java_crypto import java_consume_decrypted, java_produce_encrypted_many
 from tests.support.official import mixed_messages, official_client, produce
 from tests.support.raw_wire import raw_messages, send_prepared
 
@@ -224,22 +220,23 @@ def test_key_rotation_two_producers_two_keys_read_with_a_map(
 # -- the Java client: EC keys, two names, chunks -------------------------------------------------
 
 
-@pytest.mark.parametrize("pair", [("rsa", "ec"), ("ec", "ec2")], ids=["rsa+ec", "ec+ec"])
+TWO_NAMES = {"rsa+ec": ("rsa", "ec"), "ec+ec": ("ec", "ec2")}
+
+
+@pytest.mark.parametrize("pair", list(TWO_NAMES))
 def test_java_two_key_names_decrypt_with_either_private_key(
-    apache_pulsar, topic_name, key_dir, pair
+    apache_pulsar, key_dir, java_matrix, pair
 ) -> None:
     url = apache_pulsar.service_url
-    first, second = (key_dir[n] for n in pair)
-    values = [f"java-{i}".encode() * 5 for i in range(20)]
-    java_produce_encrypted(
-        url, topic_name, values, {"one": first.pub_url, "two": second.pub_url}, compression="LZ4"
-    )
-    frames = raw_messages(url, topic_name, len(values))
+    topic, values, _ = java_matrix[("two", pair)]  # batched, LZ4, names "one" and "two"
+    first, second = (key_dir[n] for n in TWO_NAMES[pair])
+    frames = raw_messages(url, topic, len(values))
     sizes = {k.key: len(k.value) for k in frames[0].metadata.encryption_keys}
-    expected = [256 if n.startswith("rsa") else 117 for n in pair]  # RSA-2048 / ECIES P-256
+    # RSA-2048 / ECIES P-256
+    expected = [256 if n.startswith("rsa") else 117 for n in TWO_NAMES[pair]]
     assert sizes == dict(zip(["one", "two"], expected, strict=True))
     for private in ({"one": first.priv_url}, {"two": second.priv_url}):
-        assert [m.value for m in _decrypted(frames, topic_name, private)] == values
+        assert [m.value for m in _decrypted(frames, topic, private)] == values
 
 
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "single"])
@@ -296,9 +293,10 @@ def _java_values(kind: str) -> list:
 
 @pytest.fixture(scope="module")
 def java_matrix(apache_pulsar, key_dir) -> dict[tuple[str, str], tuple[str, list, list[str]]]:
-    """(kind, codec) -> (topic, values, Java's ids) for kind batched and single with every
-    codec and chunked with NONE and LZ4: all produced by one JVM, encrypted for the EC key
-    name ``ec.key``."""
+    """What one JVM produced, (kind, codec) -> (topic, values, Java's ids): kind batched and
+    single with every codec and chunked with NONE and LZ4, encrypted for the EC key name
+    ``ec.key``; and ("two", pair): 20 values batched with LZ4 for the names "one" and
+    "two" (the keys of :data:`TWO_NAMES`)."""
     prefix = f"persistent://public/default/java-ec-{secrets.token_hex(3)}"
     cases = [(k, c) for k in ("batched", "single") for c in CODECS]
     cases += [("chunked", "NONE"), ("chunked", "LZ4")]
@@ -313,6 +311,16 @@ def java_matrix(apache_pulsar, key_dir) -> dict[tuple[str, str], tuple[str, list
         }
         for kind, codec in cases
     ]
+    for pair, (first, second) in TWO_NAMES.items():
+        cases.append(("two", pair))
+        jobs.append(
+            {
+                "topic": f"{prefix}-two-{pair.replace('+', '-')}",
+                "values": [f"java-{i}".encode() * 5 for i in range(20)],
+                "public_keys": {"one": key_dir[first].pub_url, "two": key_dir[second].pub_url},
+                "compression": "LZ4",
+            }
+        )
     ids = java_produce_encrypted_many(apache_pulsar.service_url, jobs)
     return {
         case: (job["topic"], job["values"], job_ids)
