@@ -221,3 +221,14 @@ def test_a_time_of_day_out_of_range_names_the_field() -> None:
         encode_json(table, schema, topic="t1")
     assert info.value.fields == ["t"]
     assert "topic t1" in str(info.value)
+
+
+def test_nanosecond_texts_read_back_exactly() -> None:
+    """1E-9, 1.20E-7, -1.999999999... decode to the nanoseconds written."""
+    moments = [m for m in JAVA if abs(m[0]) < 2**63 // NANOS]
+    table = _table(moments, "ns", "us")
+    schema = _schema("timestamp-nanos", "local-timestamp-nanos", "time-micros")
+    back = JsonPlan(schema).decode(encode_json(table, schema))
+    for name in ("at", "local", "day", "time"):
+        want = table.column(name).combine_chunks()
+        assert back.field(name).cast(want.type).equals(want), name
