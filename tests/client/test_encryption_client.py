@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -14,7 +15,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.crypto_keys import CryptoStats
-from pulsar_spark.protocol.crypto_errors import CiphertextError, DataKeyError, MissingPrivateKey
+from pulsar_spark.protocol.crypto_errors import (
+    CiphertextError,
+    DataKeyError,
+    DecryptionError,
+    MissingPrivateKey,
+)
 from pulsar_spark.protocol.encryption import ENCRYPTED_PROPERTIES
 from tests.support.official import produce
 
@@ -176,7 +182,9 @@ def test_official_encrypted_chunked_messages_read_on_apache_pulsar(
     apache_pulsar, topic_name, pairs
 ) -> None:
     url, pair = apache_pulsar.service_url, pairs["a"]
-    big = bytes(range(256)) * (6 * 4096)  # 6 MiB: the official producer chunks it
+    # 6 MiB that LZ4 cannot shrink below the broker's 5 MiB limit: the official producer
+    # chunks it (a repetitive payload would compress to one small entry, not chunked).
+    big = os.urandom(6 << 20)
     produce(
         url, topic_name, [b"before", big, b"after"], batching=False, chunking_enabled=True,
         compression="LZ4", encryption_key="app", crypto_key_reader=pair.reader(),
@@ -185,10 +193,16 @@ def test_official_encrypted_chunked_messages_read_on_apache_pulsar(
         assert _values(client, topic_name, private_key=pair.priv_url) == [b"before", big, b"after"]
         refs = list(client.scan_ids(topic_name))  # no key needed to find the messages
         assert len(refs) == 3
+        # the big one took two entries (chunks): the next message is two entries on
+        assert refs[2].message_id.entry - refs[1].message_id.entry == 2, refs
         with pytest.raises(MissingPrivateKey, match="'app'"):
             _values(client, topic_name)
         discarded = _values(client, topic_name, crypto_failure_action="discard")
         assert discarded == []
+        # consume cannot hand a chunked message on (each chunk has its own IV): it fails
+        with pytest.raises(DecryptionError, match="cannot be handed on encrypted") as info:
+            _values(client, topic_name, crypto_failure_action="consume")
+        assert topic_name in str(info.value) and "discard" in str(info.value)
 
 
 def test_key_rotation_two_producers_two_key_names_read_with_a_map(
