@@ -351,6 +351,13 @@ def test_java_ec_encrypted_messages_read_by_our_client(
 ) -> None:
     url = apache_pulsar.service_url
     topic, values, java_ids = java_matrix[(kind, codec)]
+    frames = raw_messages(url, topic, len(values))  # as the broker stores them
+    assert {f.metadata.compression for f in frames} == {codec_by_name(codec)}
+    assert {(k.key, len(k.value)) for f in frames for k in f.metadata.encryption_keys} == {
+        ("ec.key", 117)  # ECIES P-256
+    }
+    batches = [f.metadata.num_messages_in_batch for f in frames]
+    assert max(batches) > 1 if kind == "batched" else max(batches) <= 1
     rows = _read_rows(url, topic, private_key={"ec.key": key_dir["ec"].priv_url})
     got = [(r["value"], r["key"], dict(r["properties"])) for r in rows]
     assert got == _expected(values)
