@@ -232,3 +232,27 @@ def test_nanosecond_texts_read_back_exactly() -> None:
     for name in ("at", "local", "day", "time"):
         want = table.column(name).combine_chunks()
         assert back.field(name).cast(want.type).equals(want), name
+
+
+def test_every_instant_text_of_the_java_client_at_nanoseconds() -> None:
+    """The Instant texts (E notation under a microsecond, the sign quirk) of every moment, and
+    the LocalDateTime arrays, at timestamp-nanos."""
+    moments = [m for m in JAVA if abs(m[0]) < 2**63 // NANOS]
+    ticks = pa.array([s * NANOS + n for s, n in moments], pa.int64())
+    table = pa.table(
+        {"at": ticks.cast(pa.timestamp("ns", "UTC")), "local": ticks.cast(pa.timestamp("ns"))}
+    )
+    fields = [
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
+        {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-nanos"}},
+    ]
+    schema = json.dumps({"type": "record", "name": "T", "fields": fields})
+    out = [p.decode() for p in encode_json(table, schema).to_pylist()]
+    want = []
+    for moment in moments:
+        java = JAVA[moment]
+        at = java[len('{"at":') : java.index(',"day"')]
+        local = java[java.index('"local":') : java.index(',"time"')]
+        want.append(f'{{"at":{at},{local}}}')
+    assert out == want
+    assert len(moments) == len(JAVA) - 2  # years -1 and 10000 exceed nanoseconds' range
