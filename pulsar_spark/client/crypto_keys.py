@@ -28,7 +28,7 @@ import logging
 import re
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -82,7 +82,7 @@ class CryptoStats:
 
 
 def counting_discards(
-    items: Iterator[_T], decrypt: Decryptor, stats: CryptoStats | None = None
+    items: Iterable[_T], decrypt: Decryptor, stats: CryptoStats | None = None
 ) -> Iterator[_T]:
     """``items`` (one partition's read with ``decrypt``); when the read ends (done,
     failed or left early), one WARNING saying how many messages ``decrypt``
