@@ -294,13 +294,11 @@ class Connection:
         self._shutdown(error)
 
     def moving_at(self) -> float:
-        """When frames last moved that others may be queued behind: now while frames
-        wait to be written (a write that moves nothing for the operation timeout
-        closes the connection), else :attr:`arriving_at`."""
+        """When frames last moved that others may be queued behind: :attr:`arriving_at`,
+        or bytes being written (:meth:`~.transport.Transport.sending_at`)."""
         transport = self._transport
-        if transport is not None and transport.busy:
-            return time.monotonic()
-        return self.arriving_at
+        sending = 0.0 if transport is None else transport.sending_at()
+        return max(self.arriving_at, sending)
 
     def _dispatch_buffered(self) -> None:
         while (frame := self._decoder.next_frame()) is not None:

@@ -77,6 +77,9 @@ class Transport:
         #: monotonic time the last of them moved: the peer's TCP stack is alive then.
         self.bytes_written = 0
         self.moved_at = time.monotonic()
+        #: Bytes the peer had not acknowledged when :meth:`sending_at` last looked, and
+        #: since when.
+        self._unacked = (0, 0.0)
 
     @property
     def tls(self) -> bool:
@@ -200,11 +203,18 @@ class Transport:
             out.notify_all()
         return True
 
-    @property
-    def busy(self) -> bool:
-        """Whether frames wait to be written, are being written, or were written but
-        the peer has not acknowledged all their bytes yet (unlocked: a hint)."""
-        return bool(self._outbox) or self._writing or _unacknowledged(self.sock) > 0
+    def sending_at(self) -> float:
+        """When written bytes last moved towards the peer, as far as seen (monotonic):
+        now while frames wait or are being written (a write that moves nothing for
+        the stall timeout fails); else the last call that saw the count of bytes the
+        peer has not acknowledged change (the kernel holds megabytes: 30 s and more
+        of a slow link), down to none. Unlocked: a hint."""
+        if self._outbox or self._writing:
+            return time.monotonic()
+        left = _unacknowledged(self.sock)
+        if left != self._unacked[0]:
+            self._unacked = (left, time.monotonic())
+        return self._unacked[1]
 
     def drain(self, timeout: float) -> bool:
         """Wait until everything queued is written (at most ``timeout`` s)."""
@@ -360,8 +370,8 @@ def speaks_tls(host: str, port: int, timeout: float) -> bool:
 
 
 def _unacknowledged(sock: socket.socket) -> int:
-    """Bytes written to ``sock`` the peer has not acknowledged (Linux's SIOCOUTQ: the
-    kernel holds megabytes, 30 s and more of a slow link); 0 where unknown."""
+    """Bytes written to ``sock`` the peer has not acknowledged (Linux's SIOCOUTQ); 0
+    where unknown."""
     if _OUTQ is None:
         return 0
     try:

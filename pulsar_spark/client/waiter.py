@@ -44,6 +44,7 @@ class Waiter:
         Raises:
             OperationTimeout: no answer to ``what`` (the request and where it went).
         """
+        moving_at()  # a first look: progress is seen as a change from it
         start = time.monotonic()
         limit = start + PATIENCE * timeout
         until = start + timeout

@@ -9,6 +9,7 @@ no byte moves for the operation timeout, and the producer never waits for the so
 
 from __future__ import annotations
 
+import logging
 import random
 import socket
 import threading
@@ -125,6 +126,33 @@ def test_a_5_mb_message_over_a_2_mbit_link_is_read(pulsar_lite, fault_proxy, top
     assert values == sent  # each once, in order
     assert proxy.connections_accepted == 1  # no reconnect, no re-subscription elsewhere
     assert elapsed >= 15  # the link was that slow
+
+
+def test_a_slow_write_is_not_taken_for_a_lost_receipt(
+    pulsar_lite, fault_proxy, topic_name, caplog
+) -> None:
+    # A receipt overdue for the operation timeout with nothing moving is taken for lost
+    # and its message sent again (test_send_faults.py). 1,000,000 bytes at 125,000
+    # bytes/s take 8 s, nearly three operation timeouts of 3 s, most of it in the
+    # kernel's send buffer once written: those bytes still moving keep the receipt due.
+    proxy = fault_proxy(pulsar_lite, to_broker=Throttle(rate=mbit(1)))
+    sent = [b"before", random.Random(7).randbytes(1_000_000), b"after"]
+    with (
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client"),
+        PulsarClient(proxy.service_url, operation_timeout=3) as client,
+    ):
+        producer = client.create_producer(topic_name, batching=False, send_timeout=0)
+        started = time.monotonic()
+        for value in sent:
+            producer.send(value)
+        producer.flush(timeout=60)
+        elapsed = time.monotonic() - started
+        producer.close()
+    print(f"\n1 MB over 1 Mbit/s with a 3 s operation timeout: {elapsed:.1f} s")
+    assert elapsed >= 6  # the link was that slow
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    with PulsarClient(pulsar_lite.service_url) as client:
+        assert _values(client, topic_name) == sent  # once: nothing was sent again
 
 
 def test_a_stalled_write_fails_within_the_operation_timeout(
