@@ -106,18 +106,18 @@ class SingularField(FieldEnc):
             raise self.misfit(_nulls(nulls, where))
         present = valid_mask(array)
         kept = array.filter(pa.array(present)) if nulls else array
-        if not self.explicit and len(kept):
-            written = ~self.value.is_default(kept)
-            if not written.all():
-                present[present] = written
-                kept = kept.filter(pa.array(written))
-        count = len(kept)
+        if len(kept) == 0:
+            return []
+        keep, values = self.value.written(kept, not self.explicit)
+        if keep is not None:
+            present[present] = keep
+        count = int(np.count_nonzero(present)) if keep is not None else len(kept)
         if count == 0:
             return []
-        pieces = [constant(count, self.tag), *self.value.pieces(kept)]
+        pieces = [constant(count, self.tag), *values]
         if count == rows:
             return pieces
-        if all(p.narrow for p in pieces):  # one matrix side by side, spread once
+        if all(p.narrow and p.width is not None for p in pieces):  # one fixed matrix
             pieces = [join(pieces, count)]
         return [expand(p, present) for p in pieces]
 

@@ -83,6 +83,16 @@ class ValueEnc:
         """Where a value is its type's default (not written without presence)."""
         raise NotImplementedError
 
+    def written(self, array: pa.Array, implicit: bool) -> tuple[Mask | None, list[Piece]]:
+        """The pieces of the values written (``implicit``: those not the default) and
+        where they are (None: every value)."""
+        if not implicit:
+            return None, self.pieces(array)
+        keep = ~self.is_default(array)
+        if keep.all():
+            return None, self.pieces(array)
+        return keep, self.pieces(array.filter(pa.array(keep)))
+
     def misfit(self, reason: str) -> SchemaMismatch:
         return SchemaMismatch.of([(self.path, reason)])
 
@@ -142,7 +152,18 @@ class IntValue(ValueEnc):
         return bits
 
     def pieces(self, array: pa.Array) -> list[Piece]:
-        bits = self.bits(array)
+        return self.of_bits(self.bits(array))
+
+    def written(self, array: pa.Array, implicit: bool) -> tuple[Mask | None, list[Piece]]:
+        bits = self.bits(array)  # once: the defaults and the bytes from the same words
+        if implicit:
+            keep = bits != 0
+            if not keep.all():
+                return keep, self.of_bits(bits[keep])
+        return None, self.of_bits(bits)
+
+    def of_bits(self, bits: UInt64s) -> list[Piece]:
+        """The values' bytes, from their words."""
         dtype = _FIXED.get(self.kind)
         if dtype is not None:
             words = bits.astype(dtype)
@@ -232,6 +253,14 @@ class EnumValue(ValueEnc):
 
     def is_default(self, array: pa.Array) -> Mask:
         return self.numbers_of(array) == 0  # type: ignore[no-any-return]
+
+    def written(self, array: pa.Array, implicit: bool) -> tuple[Mask | None, list[Piece]]:
+        numbers = self.numbers_of(array)
+        if implicit:
+            keep = numbers != 0
+            if not keep.all():
+                return keep, [varint_piece(numbers[keep])]
+        return None, [varint_piece(numbers)]
 
 
 def _decimal_numbers(text: pa.Array) -> np.ndarray | None:
