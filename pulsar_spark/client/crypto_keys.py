@@ -73,7 +73,7 @@ class CryptoStats:
     while it goes: each partition adds its count when its read ends)."""
 
     #: Topic (a partition's name) -> messages discarded there (action ``discard``; a
-    #: batch counts its messages, a chunked message each of its chunks).
+    #: batch counts its messages, a chunked message one).
     discarded: dict[str, int] = field(default_factory=dict)
 
     @property

@@ -203,10 +203,12 @@ class Decryptor:
                 raise
             names = exc.key_names or tuple(text(k.key) for k in metadata.encryption_keys)
             if self.action == "discard":
-                batched = metadata.HasField("num_messages_in_batch")
-                self.discarded += metadata.num_messages_in_batch if batched else 1
-                if self.on_discard is not None:
-                    self.on_discard(exc)
+                # A chunked message counts (and is reported) once, at its first chunk.
+                if metadata.num_chunks_from_msg <= 1 or metadata.chunk_id == 0:
+                    batched = metadata.HasField("num_messages_in_batch")
+                    self.discarded += metadata.num_messages_in_batch if batched else 1
+                    if self.on_discard is not None:
+                        self.on_discard(exc)
                 return Decrypted("discarded", metadata, b"", names)
             return Decrypted("encrypted", still_encrypted(metadata, names), payload, names)
         return Decrypted("decrypted", metadata, plain, key_names(metadata))

@@ -199,8 +199,10 @@ def test_official_encrypted_chunked_messages_read_on_apache_pulsar(
             _values(client, topic_name)
         first = refs[0].message_id
         assert_names_message(str(info.value), topic_name, f"{first.ledger}:{first.entry}", ["app"])
-        discarded = _values(client, topic_name, crypto_failure_action="discard")
+        stats = CryptoStats()
+        discarded = _values(client, topic_name, crypto_failure_action="discard", crypto_stats=stats)
         assert discarded == []
+        assert stats.total_discarded == 3  # the chunked message once, not once per chunk
         # consume cannot hand a chunked message on (each chunk has its own IV): it fails
         with pytest.raises(DecryptionError, match="cannot be handed on encrypted") as info:
             _values(client, topic_name, crypto_failure_action="consume")
