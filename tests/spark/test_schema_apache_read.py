@@ -3,10 +3,13 @@
 Topics written by the official Python client (AvroSchema, JsonSchema, StringSchema), by
 our producer (a primitive schema) and by the Java CLI (KEY_VALUE, INLINE and SEPARATED);
 schema evolution read in one query; several topics with different schemas; a stream that
-meets a version it cannot resolve."""
+meets a version it cannot resolve, and one planned before its topic had a schema; schemas
+given by the user (``jsonSchema`` over JSON bytes without a registered schema, ``avroSchema``
+over a topic of two registered versions)."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import struct
 from typing import Any
@@ -18,7 +21,7 @@ from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
 from pulsar_spark.spark import SPARK_SCHEMA
 from tests.support.apache_dist import java_produce_key_value
-from tests.support.official import official_client
+from tests.support.official import official_client, produce
 
 V1 = {
     "type": "record",
@@ -186,3 +189,108 @@ def test_a_stream_fails_on_a_version_it_cannot_resolve(spark, apache_pulsar, tmp
     assert "cannot be read as the query's schema" in text
     assert "field id: long in the query's schema, string in the messages" in text
     assert "Restart the query" in text
+
+
+def test_a_stream_planned_before_its_topic_had_a_schema_fails_when_it_gains_one(
+    spark, read_pulsar, apache_pulsar, topic_name, tmp_path
+) -> None:
+    """Values planned as bytes cannot become typed mid-query: the micro-batch that meets
+    the new schema's messages fails, naming the type, and writes nothing; raw mode reads
+    on."""
+    from pulsar.schema import AvroSchema
+
+    url = apache_pulsar.service_url
+    produce(url, topic_name, [b"plain-1", b"plain-2"])
+    options = {"service.url": url, "topic": topic_name, "startingOffsets": "earliest"}
+    stream = spark.readStream.format("pulsar").options(**options).load()
+    assert stream.schema == SPARK_SCHEMA
+    batch = read_pulsar(url, topic=topic_name)  # a batch DataFrame planned now, read later
+    name = f"gained_{secrets.token_hex(4)}"
+    query = (
+        stream.select("value")
+        .writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        assert sorted(bytes(r.value) for r in spark.table(name).collect()) == [
+            b"plain-1",
+            b"plain-2",
+        ]
+        _send(url, topic_name, AvroSchema(None, schema_definition=V1), [{"id": 1}])
+        with pytest.raises(Exception, match=r"planned when the topic had no schema") as failed:
+            query.processAllAvailable()
+            query.awaitTermination(120)  # processAllAvailable raises what failed the query
+    finally:
+        query.stop()
+    text = str(failed.value)
+    assert "SchemaChangedError" in text and topic_name in text
+    assert "messages now carry schema version 0 (AVRO); the topic's schema is AVRO" in text
+    assert "Restart the query" in text and "schemaMode=raw" in text
+    assert spark.table(name).count() == 2  # nothing of the failed micro-batch
+    with pytest.raises(Exception, match=r"load\(\) the DataFrame again") as failed:
+        batch.collect()
+    assert "schema version 0 (AVRO)" in str(failed.value)
+    # Raw mode reads every message as bytes, the new one with its version.
+    raw = read_pulsar(url, topic=topic_name, schemaMode="raw").select("value", "schemaVersion")
+    rows = [(bytes(r.value), r.schemaVersion) for r in raw.collect()]
+    assert rows[:2] == [(b"plain-1", None), (b"plain-2", None)]
+    assert rows[2][1] == 0 and len(rows) == 3
+
+
+def test_a_json_schema_given_reads_json_bytes_without_a_registered_schema(
+    read_pulsar, apache_pulsar, topic_name
+) -> None:
+    url = apache_pulsar.service_url
+    documents = [{"id": 1, "name": "a", "extra": True}, {"id": 2}, {"id": 3, "name": "é"}]
+    produce(url, topic_name, [json.dumps(d).encode() for d in documents])
+    with PulsarClient(url) as client:
+        assert client.latest_schema(topic_name) is None
+    df = read_pulsar(url, topic=topic_name, jsonSchema="id BIGINT, name STRING")
+    assert df.schema["value"].dataType == T.StructType(
+        [T.StructField("id", T.LongType()), T.StructField("name", T.StringType())]
+    )
+    rows = df.select("value.id", "value.name", "schemaVersion").collect()
+    assert sorted(tuple(r) for r in rows) == [(1, "a", None), (2, None, None), (3, "é", None)]
+    # Without the option the same topic reads as bytes.
+    assert read_pulsar(url, topic=topic_name).schema == SPARK_SCHEMA
+
+
+def test_an_avro_schema_given_resolves_every_registered_version(
+    read_pulsar, apache_pulsar, topic_name
+) -> None:
+    """Each message is decoded with the writer schema of its own version, resolved into the
+    user's: fields the writer lacks take the user's defaults, fields the user lacks go."""
+    from pulsar.schema import AvroSchema
+
+    url = apache_pulsar.service_url
+    v1 = {
+        "type": "record",
+        "name": "Order",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "note", "type": ["null", "string"], "default": None},
+        ],
+    }
+    v2 = {**v1, "fields": [*v1["fields"], {"name": "qty", "type": "int", "default": 1}]}
+    _send(url, topic_name, AvroSchema(None, schema_definition=v1), [{"id": 1, "note": "a"}])
+    _send(url, topic_name, AvroSchema(None, schema_definition=v2), [{"id": 2, "qty": 5}])
+    with PulsarClient(url) as client:
+        latest = client.latest_schema(topic_name)
+    assert latest is not None and latest.version == 1
+    users = {
+        "type": "record",
+        "name": "Order",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "qty", "type": "long", "default": 9},  # int promoted to long
+            {"name": "tag", "type": "string", "default": "t"},
+        ],
+    }
+    df = read_pulsar(url, topic=topic_name, avroSchema=json.dumps(users))
+    assert df.schema["value"].dataType.names == ["id", "qty", "tag"]
+    rows = sorted(tuple(r) for r in df.select("value.*", "schemaVersion").collect())
+    # v1's message: no qty (the user's default 9); v2's: its own; tag: the user's default.
+    assert rows == [(1, 9, "t", 0), (2, 5, "t", 1)]

@@ -454,3 +454,51 @@ def test_non_finite_doubles_in_json_values_read_by_java(spark, apache_pulsar, to
     back = spark.read.format("pulsar").option("service.url", url).option("topic", topic_name)
     amounts = [r.amount for r in back.load().orderBy("messageId").select("value.*").collect()]
     assert math.isnan(amounts[0]) and amounts[1:] == [math.inf, -math.inf, 1.5]
+
+
+def _to_ms(value: Any) -> Any:
+    """A time (of day) rounded down to the millisecond, as a millisecond schema keeps it."""
+    return None if value is None else value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
+def test_spark_time_values_written_to_java_time_topics(spark, apache_pulsar, topic_name) -> None:
+    """Spark dates, timestamps and times of day (TimeType, Spark 4.1+) into topics whose
+    schema is DATE, TIMESTAMP, TIME or LOCAL_TIME (registered first, as a Java service would),
+    and a time of day into a topic without a schema (LOCAL_TIME derived), read by Java
+    consumers of those schemas: rounded down to the schema's unit."""
+    url = apache_pulsar.service_url
+    days = [dt.date(1969, 12, 31), dt.date(1, 1, 1), dt.date(9999, 12, 31), None]
+    stamps = [_AT, dt.datetime(1969, 12, 31, 23, 59, 59, 999999), dt.datetime(1900, 1, 1), None]
+    jobs: dict[str, tuple[str, str, list[Any], list[Any]]] = {
+        "DATE": ("date", "DATE", days, days),
+        "TIMESTAMP": ("timestamp", "TIMESTAMP", stamps, [_to_ms(v) for v in stamps]),
+    }
+    if getattr(T, "TimeType", None) is not None:  # Spark 4.1+: times of day as TimeType
+        clocks = [dt.time(12, 34, 56, 123456), dt.time(0, 0), dt.time(23, 59, 59, 999999), None]
+        midnight = dt.datetime(1970, 1, 1)
+        nanos = [
+            None if v is None else _micros(dt.datetime.combine(midnight, v)) * 1000 for v in clocks
+        ]
+        jobs["TIME"] = ("time", "TIME", clocks, [_to_ms(v) for v in clocks])
+        jobs["LOCAL_TIME"] = ("time", "LOCAL_TIME", clocks, nanos)
+        jobs["derived"] = ("time", "LOCAL_TIME", clocks, nanos)
+    topics = {name: f"{topic_name}-{name.lower().replace('_', '-')}" for name in jobs}
+    with PulsarClient(url) as client:
+        for name, (_, kind, _, _) in jobs.items():
+            if name != "derived":
+                schema = SchemaInfo.primitive(SchemaType[kind])
+                client.create_producer(topics[name], schema=schema).close()
+        for name, (ddl, _, values, _) in jobs.items():
+            frame = spark.createDataFrame([(v,) for v in values], f"value {ddl}")
+            _write(frame, url, topic=topics[name])
+        registered = {name: client.latest_schema(topic) for name, topic in topics.items()}
+    for name, (_, kind, _, _) in jobs.items():
+        found = registered[name]
+        assert found is not None and found.info.type is SchemaType[kind], name
+        assert found.version == 0, name  # written with the topic's schema
+    got = java_consume_many(
+        url, {topics[name]: (kind, len(values)) for name, (_, kind, values, _) in jobs.items()}
+    )
+    for name, (_, kind, _, expected) in jobs.items():
+        printed = [from_java(kind, m["value"]) for m in got[topics[name]]]
+        assert printed == expected, (name, printed, expected)

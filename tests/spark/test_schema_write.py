@@ -1,6 +1,7 @@
 """Typed writes: the sink registers a schema derived from the DataFrame (or encodes with the
-topic's own), the official client's AvroSchema/JsonSchema consumers read what Spark wrote,
-and DataFrames that do not fit, or schemas the broker refuses, fail with our errors."""
+topic's own), the official client's AvroSchema/JsonSchema/StringSchema/BytesSchema consumers
+read what Spark wrote, and DataFrames that do not fit, or schemas the broker refuses, fail
+with our errors."""
 
 from __future__ import annotations
 
@@ -121,6 +122,27 @@ def test_json_primitive_and_key_value_writes(spark, read_pulsar, apache_pulsar, 
         assert back.schema["key"].dataType == T.StringType()
         rows = sorted((r.key, r.id) for r in back.select("key", "value.id").collect())
         assert rows == [(f"k{i}", i) for i in range(4)]
+
+
+def test_text_and_binary_writes_read_by_the_official_string_and_bytes_schemas(
+    spark, apache_pulsar, topic_name
+) -> None:
+    from pulsar.schema import BytesSchema, StringSchema
+
+    url = apache_pulsar.service_url
+    texts = ["é", "", "日本語 🎉", "a\x00b"]
+    blobs = [b"\x00\xff", b"", bytes(range(256))]
+    string_topic, bytes_topic = f"{topic_name}-string", f"{topic_name}-bytes"
+    _write(spark.createDataFrame([(t,) for t in texts], "value string"), url, topic=string_topic)
+    _write(spark.createDataFrame([(b,) for b in blobs], "value binary"), url, topic=bytes_topic)
+    with PulsarClient(url) as client:
+        registered = client.latest_schema(string_topic)
+        assert client.latest_schema(bytes_topic) is None  # binary values: no schema
+    assert registered is not None and registered.info.type is SchemaType.STRING
+    got = _consume(url, string_topic, StringSchema(), len(texts))
+    assert sorted(value for value, _ in got) == sorted(texts)
+    got = _consume(url, bytes_topic, BytesSchema(), len(blobs))
+    assert sorted(value for value, _ in got) == sorted(blobs)
 
 
 def test_a_dataframe_that_does_not_fit_the_topics_schema_fails_before_sending(
