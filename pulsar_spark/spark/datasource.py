@@ -101,6 +101,22 @@ def _check_consume_marked(schema: StructType, parsed: PulsarOptions) -> None:
     raise PulsarOptionError(option="cryptoFailureAction", message=msg)
 
 
+def _check_consume_raw(read: ReadSchema, parsed: PulsarOptions) -> None:
+    """``cryptoFailureAction=consume`` hands on ciphertext, which no schema decodes: a read
+    that decodes ``value`` (the topic's schema or the user's) would fail on it, or with
+    ``decodeErrorMode=deadLetter`` take it for a bad value. Such reads are refused."""
+    if parsed.crypto_failure_action != "consume" or read.reader is None:
+        return
+    msg = (
+        "is consume, which hands on a message that does not decrypt as it is (its `value` "
+        f"is ciphertext), but this read decodes `value` with {read.origin} "
+        f"({read.reader.type.name}), which ciphertext cannot be decoded with. Use "
+        "schemaMode=raw with consume (values stay bytes, and `properties` marks the "
+        "ciphertext), or cryptoFailureAction fail (the default) or discard"
+    )
+    raise PulsarOptionError(option="cryptoFailureAction", message=msg)
+
+
 class PulsarDataSource(DataSource):
     """Apache Pulsar topics as a Spark batch source and sink (format ``"pulsar"``)."""
 
@@ -138,6 +154,7 @@ class PulsarDataSource(DataSource):
             msg = "reads need one of topic, topics or topicsPattern"
             raise PulsarOptionError(option="topic", message=msg)
         read = self._planned()
+        _check_consume_raw(read, self.parsed)
         expected = spark_schema(read.arrow)
         if schema != expected:
             _check_projection(schema, expected)

@@ -292,6 +292,24 @@ def test_consume_refuses_a_projection_without_properties(
     assert [bytes(r.value) for r in kept] == [b"clear"]
 
 
+def test_consume_refuses_a_read_that_decodes_values(
+    spark, read_pulsar, pulsar_lite, topic_name, rsa_files
+) -> None:
+    """A typed read (here a user's jsonSchema) cannot decode ciphertext: consume is refused
+    at planning, naming the option and saying to use schemaMode=raw; raw mode takes it."""
+    url = pulsar_lite.service_url
+    _produce_encrypted(url, topic_name, [b'{"n": 1}'], rsa_files)
+    options = {"topic": topic_name, "cryptoFailureAction": "consume", "jsonSchema": "n int"}
+    with pytest.raises(Exception) as info:
+        read_pulsar(url, **options).collect()
+    text = str(info.value)
+    assert "pulsar option 'cryptoFailureAction'" in text and "schemaMode=raw" in text
+    assert "jsonSchema" in text
+    del options["jsonSchema"]  # (it has no use in raw mode)
+    rows = read_pulsar(url, schemaMode="raw", **options).collect()
+    assert len(rows) == 1 and rows[0].properties["pulsar.encryption.keys"] == "app.key"
+
+
 def test_spark_reads_a_topic_whose_key_changed_with_a_map_of_both(
     read_pulsar, pulsar_lite, topic_name, rsa_files, tmp_path
 ) -> None:
