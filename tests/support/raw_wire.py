@@ -5,7 +5,7 @@ For tests that must see or shape the bytes themselves (encryption interop):
 of a topic; :func:`send_prepared` creates a bare producer and sends each
 (metadata, payload) as one SEND, as a client would after encoding, batching,
 compressing and encrypting, and waits for the receipts. Both talk to the
-broker of the service URL directly (a standalone broker owns every topic).
+broker that owns the topic, found by a lookup first.
 """
 
 from __future__ import annotations
@@ -24,9 +24,15 @@ T = pb.BaseCommand
 __all__ = ["raw_messages", "send_prepared"]
 
 
-def _address(service_url: str) -> tuple[str, int]:
-    host, port = service_url.removeprefix("pulsar://").split(":")
-    return host, int(port)
+def _address(service_url: str, topic: str) -> tuple[str, int]:
+    """The broker that owns ``topic``, after a lookup: a topic nothing has looked up yet
+    is refused by a fresh Apache Pulsar (ServiceNotReady, "Please redo the lookup")."""
+    from pulsar_spark.client import PulsarClient
+    from pulsar_spark.client.names import parse_topic
+
+    with PulsarClient(service_url) as client:
+        found = client._lookup.lookup(parse_topic(topic))
+    return found.host, found.port
 
 
 class _Collect:
@@ -68,7 +74,7 @@ class _Collect:
 def raw_messages(service_url: str, topic: str, count: int, timeout: float = 30.0) -> list[Frame]:
     """The MESSAGE frames of ``topic`` from the earliest that hold its first ``count``
     messages (a batch counts its messages, a chunk one)."""
-    with Connection.open(*_address(service_url)) as conn:
+    with Connection.open(*_address(service_url, topic)) as conn:
         key = conn.new_key(Kind.CONSUMER)
         inbox = _Collect((T.MESSAGE,))
         conn.add_handler(key, inbox)
@@ -100,7 +106,7 @@ def send_prepared(
     Sequence ids and producer name are set here; a batch's message count comes from
     its ``num_messages_in_batch``; a chunk is sent as one (``is_chunk``).
     """
-    with Connection.open(*_address(service_url)) as conn:
+    with Connection.open(*_address(service_url, topic)) as conn:
         key = conn.new_key(Kind.PRODUCER)
         receipts = _Collect((T.SEND_RECEIPT, T.SEND_ERROR))
         conn.add_handler(key, receipts)
