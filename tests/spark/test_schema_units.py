@@ -237,6 +237,10 @@ def test_write_plans() -> None:
     existing = VersionedSchema(SchemaInfo.avro(V1), 0)
     with pytest.raises(PulsarWriteError, match=r"with its schema \(AVRO\).*field"):
         plan_write(T, pa.struct([pa.field("a", pa.string())]), None, _options(), existing)
+    # STRING topics are written in UTF-8 only (read in any charset): another is refused.
+    utf16 = SchemaInfo(SchemaType.STRING, "String", b"", {"__charset": "UTF-16"})
+    with pytest.raises(PulsarWriteError, match="charset UTF-16 are not supported, only UTF-8"):
+        plan_write(T, pa.string(), None, _options(), VersionedSchema(utf16, 0))
     fits = plan_write(T, struct_type, None, _options(), existing)
     assert fits.schema == existing.info
     table = pa.table({"value": pa.array([{"a": 5}], struct_type)})
