@@ -221,3 +221,38 @@ def test_write_plans_name_records_and_take_the_protobuf_option(shop) -> None:
     with pytest.raises(PulsarWriteError, match="protobufSchema option") as failed:
         plan_write(topic, wrong, None, options(protobufSchema=_option(shop)), None)
     assert "id: a column of type string does not fit int64" in str(failed.value)
+
+
+def test_key_value_topics_with_a_protobuf_value_half(
+    spark, read_pulsar, apache_pulsar, topic_name, shop
+) -> None:
+    """A KEY_VALUE topic (STRING key, PROTOBUF_NATIVE value, SEPARATED) takes a ``key``
+    and a struct ``value``; Java's AUTO_CONSUME reads both halves, Spark reads them back."""
+    from pulsar.schema.schema_protobuf import _build_schema_definition
+
+    from pulsar_spark.protocol.schema_info import (
+        KeyValueEncoding,
+        SchemaInfo,
+        key_value_schema,
+    )
+
+    url = apache_pulsar.service_url
+    definition = json.dumps(_build_schema_definition(shop.Order.DESCRIPTOR))
+    half = SchemaInfo(SchemaType.PROTOBUF_NATIVE, "Order", definition.encode())
+    info = key_value_schema(
+        SchemaInfo.primitive(SchemaType.STRING), half, KeyValueEncoding.SEPARATED
+    )
+    with PulsarClient(url) as client:
+        client.create_producer(topic_name, schema=info).close()
+    sent = orders(shop)
+    _produce(url, topic_name + "-src", shop.Order, sent)
+    source = read_pulsar(url, topic=topic_name + "-src").orderBy("messageId")
+    pairs = source.selectExpr("cast(value.id as string) as key", "value")
+    _write(pairs.coalesce(1), url, topic_name)
+    (got,) = java_consume_many(url, {topic_name: ("AUTO_CONSUME", len(sent))}).values()
+    want = [MessageToDict(m, preserving_proto_field_name=True) for m in sent]
+    assert [r["value"] for r in got] == [
+        {"key": str(m.id), "value": w} for m, w in zip(sent, want, strict=True)
+    ]
+    back = read_pulsar(url, topic=topic_name).orderBy("messageId").select("key", "value")
+    assert back.collect() == pairs.collect()
