@@ -47,6 +47,7 @@ from ..columnar.encode_schema import (
     key_value_writer_schema,
     writer_schema,
 )
+from ..columnar.rows import separated_keys_field
 from ..columnar.schema_errors import SchemaError
 from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
 from .errors import PulsarWriteError
@@ -218,7 +219,9 @@ class RowEncoder:
                 table = table.set_column(table.column_names.index("value"), "value", pairs.payloads)
                 if pairs.keys is None:  # INLINE: the key travels in the payload
                     return table.drop_columns(["key"])
-                return table.set_column(table.column_names.index("key"), "key", pairs.keys)
+                # SEPARATED: a null key goes with null_partition_key, as Java sends it
+                field = separated_keys_field(pairs.keys.type)
+                return table.set_column(table.column_names.index("key"), field, pairs.keys)
             payloads = self._encoder.encode(value)
         except (SchemaMismatch, SchemaError) as exc:
             raise _failed(plan.topic, exc, f"as {info.describe()}") from None

@@ -6,9 +6,6 @@ reader."""
 
 from __future__ import annotations
 
-import struct
-import urllib.request
-
 import pyarrow as pa
 import pytest
 
@@ -22,7 +19,7 @@ from pulsar_spark.protocol.schema_info import (
     SchemaType,
     key_value_schema,
 )
-from tests.support.admin import topic_path
+from tests.support.admin import batch_items, examine_message
 from tests.support.java_client import java_consume, key_value
 
 KEYS = [b"k1", None, b"k3", None]
@@ -47,26 +44,6 @@ def test_a_message_sent_alone_copies_the_flag_into_its_metadata() -> None:
     assert flags == [False, True, False, True]
 
 
-def _examine(http_url: str, topic: str, position: int) -> tuple[dict[str, str], bytes]:
-    """The broker's stored entry at ``position`` (1 = earliest): its headers and payload."""
-    url = (
-        f"{http_url}/admin/v2/{topic_path(topic)}/examinemessage"
-        f"?initialPosition=earliest&messagePosition={position}"
-    )
-    with urllib.request.urlopen(url, timeout=30) as response:
-        return dict(response.headers.items()), response.read()
-
-
-def _items(payload: bytes) -> list[pb.SingleMessageMetadata]:
-    out, at = [], 0
-    while at < len(payload):
-        (size,) = struct.unpack_from(">I", payload, at)
-        smm = pb.SingleMessageMetadata.FromString(payload[at + 4 : at + 4 + size])
-        out.append(smm)
-        at += 4 + size + smm.payload_size
-    return out
-
-
 @pytest.mark.parametrize("batching", [True, False])
 def test_null_key_value_keys_reach_the_broker_flagged_and_java_reads_them_null(
     apache_pulsar, topic_name, batching: bool
@@ -81,16 +58,16 @@ def test_null_key_value_keys_reach_the_broker_flagged_and_java_reads_them_null(
         read = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]
     assert [r["key"] for r in read] == KEYS  # our reader: the key bytes, null keys null
     if batching:
-        headers, payload = _examine(apache_pulsar.http_url, topic_name, 1)
+        headers, payload = examine_message(apache_pulsar.http_url, topic_name, 1)
         assert headers.get("X-Pulsar-num-batch-message") == "4"
-        items = _items(payload)
+        items = batch_items(payload)
         assert [smm.null_partition_key for smm in items] == [False, True, False, True]
         assert [smm.HasField("partition_key") for smm in items] == [True, False, True, False]
         assert [smm.partition_key_b64_encoded for smm in items] == [True, False, True, False]
     else:
         flags = []
         for position in range(1, 5):
-            headers, _ = _examine(apache_pulsar.http_url, topic_name, position)
+            headers, _ = examine_message(apache_pulsar.http_url, topic_name, position)
             flags.append(headers.get("X-Pulsar-null-partition-key"))
         assert flags == [None, "true", None, "true"]
     spec = key_value("STRING", "STRING", "SEPARATED")

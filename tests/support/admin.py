@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import struct
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,7 +27,7 @@ from typing import Any
 
 from .net import poll_until
 
-__all__ = ["AdminError", "PulsarAdmin", "topic_path"]
+__all__ = ["AdminError", "PulsarAdmin", "batch_items", "examine_message", "topic_path"]
 
 
 class AdminError(RuntimeError):
@@ -55,6 +56,31 @@ def topic_path(topic: str) -> str:
         raise ValueError(msg)
     tenant, namespace, name = parts
     return f"{domain}/{tenant}/{namespace}/{urllib.parse.quote(name, safe='')}"
+
+
+def examine_message(http_url: str, topic: str, position: int) -> tuple[dict[str, str], bytes]:
+    """The broker's stored entry of ``topic`` at ``position`` (1 = earliest), through its
+    ``examinemessage`` endpoint: the entry's headers (``X-Pulsar-*``) and payload."""
+    url = (
+        f"{http_url}/admin/v2/{topic_path(topic)}/examinemessage"
+        f"?initialPosition=earliest&messagePosition={position}"
+    )
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return dict(response.headers.items()), response.read()
+
+
+def batch_items(payload: bytes) -> list[Any]:
+    """The items' SingleMessageMetadata of a stored batch entry's payload (uncompressed,
+    as :func:`examine_message` returns it)."""
+    from pulsar_spark.protocol import PulsarApi_pb2 as pb
+
+    out, at = [], 0
+    while at < len(payload):
+        (size,) = struct.unpack_from(">I", payload, at)
+        item = pb.SingleMessageMetadata.FromString(payload[at + 4 : at + 4 + size])
+        out.append(item)
+        at += 4 + size + item.payload_size
+    return out
 
 
 def _namespace_path(namespace: str) -> str:
