@@ -95,15 +95,17 @@ def _order_json(order: tuple[Any, ...], *, json_values: bool) -> dict[str, Any]:
     """An order as SchemaTool prints what the Java consumer decoded: AVRO records with their
     logical types as numbers (timestamp-micros, date as days) and decimals as their
     two's-complement bytes in Base64; JSON values as Spark wrote them (nulls left out,
-    decimals as numbers)."""
+    decimals as numbers, timestamps and dates as Jackson writes Instant and LocalDate: epoch
+    second, a dot and 9 digits of nanoseconds; ``[y, m, d]``)."""
     ident, note, at, day, tags, price, item = order
     unscaled = int(price * 100)
     blob = unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+    seconds, micros = divmod(_micros(at), 10**6)
     record = {
         "id": ident,
         "note": note,
-        "at": _micros(at),
-        "day": (day - dt.date(1970, 1, 1)).days,
+        "at": float(f"{seconds}.{micros * 1000:09d}") if json_values else _micros(at),
+        "day": [day.year, day.month, day.day] if json_values else (day - dt.date(1970, 1, 1)).days,
         "tags": tags,
         "price": float(price) if json_values else base64.b64encode(blob).decode(),
         "item": None if item is None else {"sku": item[0]},
