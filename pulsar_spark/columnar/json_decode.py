@@ -21,9 +21,13 @@ them themselves), and floats that JSON has no number for (the Java client
 writes NaN and infinities as the strings ``"NaN"``, ``"Infinity"``,
 ``"-Infinity"``; the Python client as the bare tokens ``NaN``...) make the
 columnar parse fail: such a batch is decoded per value in Python, where
-:func:`.iso_time.iso_ticks` reads the times. So do the Java client's
-``java.time`` fields (Jackson writes an ``Instant`` as decimal seconds, a
-``LocalDate`` as ``[y, m, d]``...): :func:`.iso_time.jackson_ticks` reads them.
+:func:`.iso_time.iso_ticks` reads the times. The Java client's ``java.time``
+fields (Jackson writes an ``Instant`` as decimal seconds, a ``LocalDate`` as
+``[y, m, d]``...), which our encoder writes too, are parsed columnar in a
+second layout (:mod:`.json_jackson`; the plan tries first the layout that read
+its last batch); a batch that fits neither layout (forms mixed in a field,
+plain integers among decimal seconds) goes per value, where
+:func:`.iso_time.jackson_ticks` reads them.
 
 Fields missing from a value read as null (Jackson omits nulls), so every
 field of the result is nullable; fields the schema does not name are ignored.
@@ -48,6 +52,7 @@ from .arrays import Ints, Mask
 from .avro_lanes import expand
 from .avro_schema import AvroType, parse_avro
 from .iso_time import iso_ticks, jackson_ticks
+from .json_jackson import has_jackson, jackson_storage, number_storage, read_jackson
 from .schema_arrow import EnumMode, avro_arrow_type
 from .schema_errors import SchemaDecodeError
 
@@ -78,7 +83,12 @@ class JsonPlan:
         self.type: pa.DataType = nullable_type(mapped)
         self.columnar = pa.types.is_struct(self.type) and _arrow_readable(self.type)
         if self.columnar:
-            self.parse_schema = pa.schema(list(_storage(self.type)))
+            self.parse_schema = pa.schema(list(number_storage(self.type)))
+        #: Whether dates and times may come in Jackson's forms (a second columnar layout).
+        self.jackson = self.columnar and has_jackson(self.type)
+        if self.jackson:
+            self.jackson_schema = pa.schema(list(jackson_storage(self.type)))
+        self._jackson_first = False  # whether the last batch read in Jackson's layout
         #: Whether the type has fields whose values may come as text or as tokens Arrow's
         #: reader refuses: dates, times, timestamps (ISO-8601), floats (NaN, Infinity).
         self.lenient = _has_lenient(self.type)
@@ -136,7 +146,7 @@ class JsonPlan:
     def _arrow(
         self, values: pa.Array, rows: Ints, errors: dict[int, str], collect: bool
     ) -> pa.Array:
-        parsed = self._parse(values)
+        parsed = self._fast(values)
         if parsed is not None:
             return parsed
         if self.lenient:  # ISO-8601 times, NaN or Infinity, perhaps: each value in Python
@@ -158,17 +168,44 @@ class JsonPlan:
         assert column is not None
         return expand(column, good)
 
+    def _fast(self, values: pa.Array) -> pa.Array | None:
+        """The values parsed in the numbers' layout or Jackson's, or None."""
+        if not self.jackson:
+            return self._parse(values)
+        first, second = (self._jackson, self._parse)[:: 1 if self._jackson_first else -1]
+        parsed = first(values)
+        if parsed is None:
+            parsed = second(values)
+            if parsed is not None:
+                self._jackson_first = not self._jackson_first
+        return parsed
+
+    def _jackson(self, values: pa.Array) -> pa.Array | None:
+        """The values parsed with dates and times in Jackson's forms, or None."""
+        if not len(values):
+            return pa.array([], self.type)
+        storage = self._read(values, self.jackson_schema)
+        if storage is None:
+            return None
+        return read_jackson(storage, self.type, values)
+
     def _parse(self, values: pa.Array) -> pa.Array | None:
         """The values parsed (None when they do not parse into as many rows)."""
         if not len(values):
             return pa.array([], self.type)
+        storage = self._read(values, self.parse_schema)
+        return None if storage is None else storage.cast(self.type)
+
+    def _read(self, values: pa.Array, schema: pa.Schema) -> pa.StructArray | None:
+        """The values read in ``schema``'s layout (None when they do not parse into as
+        many rows)."""
         offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, 4 * values.offset)
         if not np.diff(offsets).all():  # an empty value would vanish
             return None
         one_list = pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
         buffer = pc.binary_join(one_list, b"\n")[0].as_buffer()
         options = pj.ParseOptions(
-            explicit_schema=self.parse_schema,
+            explicit_schema=schema,
             unexpected_field_behavior="ignore",
             newlines_in_values=True,
         )
@@ -180,11 +217,10 @@ class JsonPlan:
             return None
         if table.num_rows != len(values):
             return None
-        storage = pa.StructArray.from_arrays(
+        return pa.StructArray.from_arrays(
             [table.column(i).combine_chunks() for i in range(table.num_columns)],
-            fields=list(self.parse_schema),
+            fields=list(schema),
         )
-        return storage.cast(self.type)
 
     # -- Python's json (maps, bytes) -----------------------------------------------------
 
@@ -302,19 +338,6 @@ def _has_lenient(dtype: pa.DataType) -> bool:
 _FLOAT_TEXTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 
-def _storage(dtype: pa.DataType) -> pa.DataType:
-    """The type the JSON reader builds: temporal types as their numbers, enums as text."""
-    if pa.types.is_struct(dtype):
-        return pa.struct([pa.field(f.name, _storage(f.type)) for f in dtype])
-    if pa.types.is_list(dtype):
-        return pa.list_(pa.field(dtype.value_field.name, _storage(dtype.value_type)))
-    if pa.types.is_dictionary(dtype):
-        return dtype.value_type
-    if pa.types.is_temporal(dtype):
-        return pa.int32() if dtype.bit_width == 32 else pa.int64()
-    return dtype
-
-
 def _why(raw: bytes | None, exc: Exception | None = None) -> str:
     """Why one value does not decode."""
     try:
@@ -359,6 +382,9 @@ def _convert(value: Any, dtype: pa.DataType) -> Any:
         ticks = jackson_ticks(value, dtype)
         if ticks is not None:
             return ticks
+        if isinstance(value, list):
+            msg = f"an array that is not a date or time of {dtype} as Jackson writes them: {value}"
+            raise ValueError(msg)
     if isinstance(value, str) and pa.types.is_floating(dtype) and value in _FLOAT_TEXTS:
         return _FLOAT_TEXTS[value]
     if isinstance(value, bool) != pa.types.is_boolean(dtype):
