@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 import numpy as np
@@ -27,7 +28,7 @@ from .avro_schema import AvroType, parse_avro
 from .encode_avro_fit import fit_encoder
 from .encode_avro_nodes import Enc, valid_mask
 from .encode_errors import Misfit, SchemaMismatch
-from .encode_pieces import expand, join, to_arrow
+from .encode_pieces import Piece, expand, join, to_arrow
 from .schema_arrow import avro_schema_for
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "avro_encoder",
     "avro_schema_json",
     "encode_avro",
+    "encode_rows",
     "value_array",
     "value_type",
 ]
@@ -64,6 +66,30 @@ def value_array(values: Values) -> pa.Array:
             return pa.array([], values.type)
         return pa.concat_arrays(values.chunks)
     return values
+
+
+def encode_rows(
+    array: pa.Array, pieces_of: Callable[[pa.Array], Sequence[Piece]], *, topic: str
+) -> pa.Array:
+    """One payload per row of ``array``: the bytes of the pieces ``pieces_of`` makes of
+    its valid rows, null where the row is null (the Avro and protobuf encoders' last step).
+
+    Raises:
+        SchemaMismatch: what ``pieces_of`` raises, naming ``topic``.
+    """
+    rows = len(array)
+    valid = valid_mask(array)
+    nulls = rows - int(np.count_nonzero(valid))
+    pieces: Sequence[Piece]
+    try:
+        if nulls:
+            kept = array.filter(pa.array(valid))
+            pieces = [expand(p, valid) for p in pieces_of(kept)]
+        else:
+            pieces = pieces_of(array)
+    except SchemaMismatch as exc:
+        raise SchemaMismatch(exc.reason, topic=topic, field=exc.field) from None
+    return to_arrow(join(pieces, rows), valid if nulls else None)
 
 
 def avro_schema_json(
@@ -122,7 +148,7 @@ class AvroEncoder:
         #: The writer schema as JSON text, and parsed.
         self.schema, self.node = writer_schema(dtype, writer, topic=topic)
         self.enc = self._fit(dtype)
-        self._others: dict[pa.DataType, Enc] = {}
+        self._fitted: dict[pa.DataType, Enc] = {dtype: self.enc}
 
     def _fit(self, dtype: pa.DataType) -> Enc:
         misfits: list[Misfit] = []
@@ -143,23 +169,10 @@ class AvroEncoder:
                 not fit.
         """
         array = value_array(values)
-        enc = self.enc
-        if array.type != self.dtype:  # another nullability, say: checked again
-            if array.type not in self._others:
-                self._others[array.type] = self._fit(array.type)
-            enc = self._others[array.type]
-        rows = len(array)
-        valid = valid_mask(array)
-        nulls = rows - int(np.count_nonzero(valid))
-        try:
-            if nulls:
-                kept = array.filter(pa.array(valid))
-                pieces = [expand(p, valid) for p in enc.encode(kept)]
-            else:
-                pieces = enc.encode(array)
-        except SchemaMismatch as exc:
-            raise SchemaMismatch(exc.reason, topic=self.topic, field=exc.field) from None
-        return to_arrow(join(pieces, rows), valid if nulls else None)
+        enc = self._fitted.get(array.type)
+        if enc is None:  # another nullability, say: checked again
+            enc = self._fitted[array.type] = self._fit(array.type)
+        return encode_rows(array, enc.encode, topic=self.topic)
 
 
 @functools.lru_cache(maxsize=64)

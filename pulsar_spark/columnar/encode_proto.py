@@ -27,14 +27,11 @@ import base64
 import functools
 import json
 
-import numpy as np
 import pyarrow as pa
 
 from ..protocol.schema_info import SchemaInfo, SchemaType
-from .encode_avro import Values, value_array
-from .encode_avro_nodes import valid_mask
+from .encode_avro import Values, encode_rows, value_array
 from .encode_errors import Misfit, SchemaMismatch
-from .encode_pieces import expand, join, to_arrow
 from .encode_proto_fields import MessageEnc
 from .encode_proto_fit import Layout, fit_message, layout_of
 from .proto_schema import ProtoMessage, describe, parse_native
@@ -150,7 +147,7 @@ class ProtoEncoder:
         self.message, self.layout = proto_layout(info, topic=topic)
         self.kind = info.type.name
         self.enc = self._fit(dtype)
-        self._others: dict[pa.DataType, MessageEnc] = {}
+        self._fitted: dict[pa.DataType, MessageEnc] = {dtype: self.enc}
 
     def _fit(self, dtype: pa.DataType) -> MessageEnc:
         misfits: list[Misfit] = []
@@ -168,20 +165,7 @@ class ProtoEncoder:
                 oneof...), naming the field; values of a type that does not fit.
         """
         array = value_array(values)
-        enc = self.enc
-        if array.type != self.dtype:  # another nullability, say: checked again
-            if array.type not in self._others:
-                self._others[array.type] = self._fit(array.type)
-            enc = self._others[array.type]
-        rows = len(array)
-        valid = valid_mask(array)
-        nulls = rows - int(np.count_nonzero(valid))
-        try:
-            if nulls:
-                kept = array.filter(pa.array(valid))
-                pieces = [expand(p, valid) for p in enc.body(kept)]
-            else:
-                pieces = enc.body(array)
-        except SchemaMismatch as exc:
-            raise SchemaMismatch(exc.reason, topic=self.topic, field=exc.field) from None
-        return to_arrow(join(pieces, rows), valid if nulls else None)
+        enc = self._fitted.get(array.type)
+        if enc is None:  # another nullability, say: checked again
+            enc = self._fitted[array.type] = self._fit(array.type)
+        return encode_rows(array, enc.body, topic=self.topic)
