@@ -61,7 +61,7 @@ from .encode_pieces import join
 from .schema_arrow import avro_arrow_type
 from .schema_errors import SchemaError
 
-__all__ = ["describe_avro", "fit_encoder"]
+__all__ = ["describe_avro", "fit_encoder", "is_bytes", "is_text"]
 
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _LOGICAL_UNIT = {"millis": "ms", "micros": "us", "nanos": "ns"}
@@ -122,12 +122,14 @@ def _is_int(dtype: pa.DataType, wide: bool) -> bool:
     return small or (wide and (t.is_int64(dtype) or t.is_uint32(dtype)))
 
 
-def _is_text(dtype: pa.DataType) -> bool:
+def is_text(dtype: pa.DataType) -> bool:
+    """A string type (string, large_string, string_view)."""
     t = pa.types
     return bool(t.is_string(dtype) or t.is_large_string(dtype) or t.is_string_view(dtype))
 
 
-def _is_bytes(dtype: pa.DataType) -> bool:
+def is_bytes(dtype: pa.DataType) -> bool:
+    """A binary type (binary, large, view or fixed-size; not a decimal)."""
     t = pa.types
     binary = t.is_binary(dtype) or t.is_large_binary(dtype) or t.is_binary_view(dtype)
     return bool(binary or (t.is_fixed_size_binary(dtype) and not t.is_decimal(dtype)))
@@ -155,7 +157,7 @@ class _Fitter:
         if isinstance(node, Record):
             return self.record(dtype, node, path)
         if isinstance(node, Enum):
-            if _is_text(dtype):
+            if is_text(dtype):
                 return EnumEnc(path, node.symbols)
         elif isinstance(node, Fixed):
             return self.fixed(dtype, node, path)
@@ -166,7 +168,7 @@ class _Fitter:
                 return None if items is None else ArrayEnc(path, items)
         elif node.kind == "map":
             if pa.types.is_map(dtype):
-                if not _is_text(dtype.key_type):
+                if not is_text(dtype.key_type):
                     self.no(path, dtype, node, "Avro map keys are strings")
                     return None
                 values = self.fit(dtype.item_type, node.values, path + "{}")  # type: ignore[union-attr]
@@ -210,9 +212,9 @@ class _Fitter:
             return FloatEnc(path, "<f4")
         if kind == "double" and t.is_floating(dtype):
             return FloatEnc(path, "<f8")
-        if kind == "string" and _is_text(dtype):
+        if kind == "string" and is_text(dtype):
             return BytesEnc(path)
-        if kind == "bytes" and _is_bytes(dtype):
+        if kind == "bytes" and is_bytes(dtype):
             return BytesEnc(path)
         return None
 
@@ -220,7 +222,7 @@ class _Fitter:
         if node.logical == "decimal":
             if pa.types.is_decimal(dtype):
                 return DecimalEnc(path, _decimal(node.precision, node.scale), node.size)
-        elif _is_bytes(dtype):
+        elif is_bytes(dtype):
             if pa.types.is_fixed_size_binary(dtype) and dtype.byte_width != node.size:
                 self.no(path, dtype, node, f"values of {dtype.byte_width} bytes, not {node.size}")
                 return None

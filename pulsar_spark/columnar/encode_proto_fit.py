@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from .encode_avro_fit import is_bytes, is_text
 from .encode_errors import Misfit
 from .encode_proto_fields import (
     FieldEnc,
@@ -110,17 +111,6 @@ def fit_message(
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
-
-
-def _is_text(dtype: pa.DataType) -> bool:
-    t = pa.types
-    return bool(t.is_string(dtype) or t.is_large_string(dtype) or t.is_string_view(dtype))
-
-
-def _is_bytes(dtype: pa.DataType) -> bool:
-    t = pa.types
-    binary = t.is_binary(dtype) or t.is_large_binary(dtype) or t.is_binary_view(dtype)
-    return bool(binary or (t.is_fixed_size_binary(dtype) and not t.is_decimal(dtype)))
 
 
 def _is_list(dtype: pa.DataType) -> bool:
@@ -252,10 +242,10 @@ class _Fitter:
         elif kind == "double":
             enc = FloatValue(path, "<f8") if t.is_floating(dtype) else None
         elif kind == "string":
-            enc = BytesValue(path) if _is_text(dtype) else None
+            enc = BytesValue(path) if is_text(dtype) else None
         elif kind == "bytes":
-            enc = BytesValue(path) if _is_bytes(dtype) else None
-        elif kind == "enum" and (_is_text(dtype) or t.is_integer(dtype)):
+            enc = BytesValue(path) if is_bytes(dtype) else None
+        elif kind == "enum" and (is_text(dtype) or t.is_integer(dtype)):
             closed = self.layout.get((owner, f.number), _DEFAULT).closed
             enc = EnumValue(path, f.enum, closed)
         if enc is None:
