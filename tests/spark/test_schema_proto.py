@@ -24,8 +24,14 @@ from pulsar_spark.protocol.schema_info import (
     SchemaType,
     key_value_schema,
 )
-from tests.support.official import official_client
-from tests.support.proto import ORDER_PROTO, compile_module, message_classes, order_row, orders
+from tests.support.proto import (
+    ORDER_PROTO,
+    compile_module,
+    message_classes,
+    order_row,
+    orders,
+    produce_native,
+)
 
 EVOLVE = """
 syntax = "proto3";
@@ -38,16 +44,6 @@ message Order {{ int64 id = 1; string name = 2; {more} }}
 def shop(tmp_path_factory: pytest.TempPathFactory):
     directory = tmp_path_factory.mktemp("proto")
     return compile_module(directory, "spark_shop", ORDER_PROTO.format(package="spark_shop"))
-
-
-def _produce(url: str, topic: str, cls: type, messages: list) -> None:
-    from pulsar.schema import ProtobufNativeSchema
-
-    with official_client(url) as client:
-        producer = client.create_producer(topic, schema=ProtobufNativeSchema(cls))
-        for msg in messages:
-            producer.send(msg)
-        producer.close()
 
 
 def _as_read(row: dict) -> dict:
@@ -64,7 +60,7 @@ def _as_read(row: dict) -> dict:
 def test_official_messages_read_as_a_struct(read_pulsar, apache_pulsar, topic_name, shop) -> None:
     url = apache_pulsar.service_url
     sent = orders(shop)
-    _produce(url, topic_name, shop.Order, sent)
+    produce_native(url, topic_name, shop.Order, sent)
     df = read_pulsar(url, topic=topic_name)
     value = df.schema["value"].dataType
     assert isinstance(value, T.StructType)
@@ -114,7 +110,7 @@ def test_a_user_given_protobuf_schema_on_pulsar_lite(read_pulsar, pulsar_lite, t
 def test_a_stream_reads_the_struct(spark, apache_pulsar, topic_name, shop, tmp_path) -> None:
     url = apache_pulsar.service_url
     sent = orders(shop)
-    _produce(url, topic_name, shop.Order, sent)
+    produce_native(url, topic_name, shop.Order, sent)
     stream = (
         spark.readStream.format("pulsar")
         .option("service.url", url)
@@ -143,8 +139,8 @@ def test_two_versions_read_by_field_number(read_pulsar, apache_pulsar, topic_nam
     (v1,) = message_classes(tmp_path, "evolve1", EVOLVE.format(more=""), "evolve.Order")
     more = "int32 qty = 3; repeated string notes = 4;"
     (v2,) = message_classes(tmp_path, "evolve2", EVOLVE.format(more=more), "evolve.Order")
-    _produce(url, topic_name, v1, [v1(id=1, name="old")])
-    _produce(url, topic_name, v2, [v2(id=2, name="new", qty=5, notes=["n"])])
+    produce_native(url, topic_name, v1, [v1(id=1, name="old")])
+    produce_native(url, topic_name, v2, [v2(id=2, name="new", qty=5, notes=["n"])])
     df = read_pulsar(url, topic=topic_name)
     assert df.schema["value"].dataType.names == ["id", "name", "qty", "notes"]
     rows = sorted(tuple(r) for r in df.select("value.*", "schemaVersion").collect())
@@ -162,7 +158,7 @@ def test_a_stream_fails_on_a_version_that_retypes_a_field(spark, apache_pulsar, 
     (v1,) = message_classes(tmp_path, "retype1", EVOLVE.format(more=""), "evolve.Order")
     clash_text = 'syntax = "proto3"; package evolve; message Order { string id = 1; }'
     (clash,) = message_classes(tmp_path, "retype2", clash_text, "evolve.Order")
-    _produce(url, topic, v1, [v1(id=1)])
+    produce_native(url, topic, v1, [v1(id=1)])
     stream = (
         spark.readStream.format("pulsar")
         .option("service.url", url)
@@ -171,7 +167,7 @@ def test_a_stream_fails_on_a_version_that_retypes_a_field(spark, apache_pulsar, 
         .load()
     )
     assert stream.schema["value"].dataType.names == ["id", "name"]
-    _produce(url, topic, clash, [clash(id="x")])
+    produce_native(url, topic, clash, [clash(id="x")])
     query = (
         stream.select("value.id")
         .writeStream.format("memory")
@@ -189,7 +185,7 @@ def test_a_stream_fails_on_a_version_that_retypes_a_field(spark, apache_pulsar, 
 
 def test_values_that_do_not_decode(read_pulsar, apache_pulsar, topic_name, shop) -> None:
     url = apache_pulsar.service_url
-    _produce(url, topic_name, shop.Order, [shop.Order(id=1)])
+    produce_native(url, topic_name, shop.Order, [shop.Order(id=1)])
     with PulsarClient(url) as client:
         info = client.latest_schema(topic_name).info
         with client.create_producer(topic_name, schema=info) as producer:

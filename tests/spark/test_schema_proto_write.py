@@ -18,23 +18,13 @@ from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol.schema_info import SchemaType
 from tests.support.java_client import java_consume_many, java_produce_protobuf_native
 from tests.support.official import official_client
-from tests.support.proto import ORDER_PROTO, compile_module, orders
+from tests.support.proto import ORDER_PROTO, compile_module, orders, produce_native
 
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory):
     directory = tmp_path_factory.mktemp("proto_write")
     return compile_module(directory, "write_shop", ORDER_PROTO.format(package="write_shop"))
-
-
-def _produce(url: str, topic: str, cls: type, messages: list) -> None:
-    from pulsar.schema import ProtobufNativeSchema
-
-    with official_client(url) as client:
-        producer = client.create_producer(topic, schema=ProtobufNativeSchema(cls))
-        for msg in messages:
-            producer.send(msg)
-        producer.close()
 
 
 def _consume(url: str, topic: str, cls: type, n: int) -> list:
@@ -73,8 +63,8 @@ def test_python_consumers_read_what_spark_wrote(read_pulsar, apache_pulsar, topi
     url = apache_pulsar.service_url
     sent = orders(shop)
     source, target = topic_name, topic_name + "-copy"
-    _produce(url, source, shop.Order, sent)
-    _produce(url, target, shop.Order, [])  # the topic and its schema, no messages
+    produce_native(url, source, shop.Order, sent)
+    produce_native(url, target, shop.Order, [])  # the topic and its schema, no messages
     values = read_pulsar(url, topic=source).orderBy("messageId").select("value")
     _write(values.coalesce(1), url, target)
     assert _consume(url, target, shop.Order, len(sent)) == sent
@@ -105,7 +95,7 @@ def test_java_consumers_read_what_spark_wrote(spark, read_pulsar, apache_pulsar,
     schema = T.StructType([T.StructField("value", value_type)])
     _write(spark.createDataFrame([(r,) for r in rows], schema).coalesce(1), url, java_topic)
     sent = orders(shop)
-    _produce(url, topic_name + "-source", shop.Order, sent)
+    produce_native(url, topic_name + "-source", shop.Order, sent)
     values = read_pulsar(url, topic=topic_name + "-source").orderBy("messageId").select("value")
     _write(values.coalesce(1), url, option_topic, protobufSchema=_option(shop))
     with PulsarClient(url) as client:
@@ -131,7 +121,7 @@ def test_a_dataframe_that_does_not_fit_fails_before_sending(
     spark, read_pulsar, apache_pulsar, topic_name, shop
 ):
     url = apache_pulsar.service_url
-    _produce(url, topic_name, shop.Order, [])
+    produce_native(url, topic_name, shop.Order, [])
     value = T.StructType(
         [
             T.StructField("id", T.StringType()),
@@ -245,7 +235,7 @@ def test_key_value_topics_with_a_protobuf_value_half(
     with PulsarClient(url) as client:
         client.create_producer(topic_name, schema=info).close()
     sent = orders(shop)
-    _produce(url, topic_name + "-src", shop.Order, sent)
+    produce_native(url, topic_name + "-src", shop.Order, sent)
     source = read_pulsar(url, topic=topic_name + "-src").orderBy("messageId")
     pairs = source.selectExpr("cast(value.id as string) as key", "value")
     _write(pairs.coalesce(1), url, topic_name)

@@ -15,7 +15,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ORDER_PROTO", "compile_module", "message_classes", "order_row", "orders"]
+from tests.support.official import official_client
+
+__all__ = [
+    "ORDER_PROTO",
+    "compile_module",
+    "message_classes",
+    "order_row",
+    "orders",
+    "produce_native",
+]
 
 #: ``{package}`` is filled in, so that each test module has its own file and types.
 ORDER_PROTO = """
@@ -127,3 +136,15 @@ def order_row(msg: Any) -> dict[str, Any]:
         "big": Decimal(msg.big),
         "blob": msg.blob,
     }
+
+
+def produce_native(url: str, topic: str, cls: type, messages: list[Any]) -> None:
+    """``messages`` sent to ``topic`` by the official Python client under its
+    ``ProtobufNativeSchema(cls)`` (none: the topic gets the schema only)."""
+    from pulsar.schema import ProtobufNativeSchema
+
+    with official_client(url) as client:
+        producer = client.create_producer(topic, schema=ProtobufNativeSchema(cls))
+        for msg in messages:
+            producer.send(msg)
+        producer.close()
