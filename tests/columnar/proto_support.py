@@ -29,6 +29,8 @@ SCALARS = [
 ]  # fmt: skip
 KINDS = [*SCALARS, "enum", "child", "timestamp", "wrapper", "map_str", "map_child"]
 _DEPS = [timestamp_pb2, wrappers_pb2]
+#: Fields of a random message: (kind, number, repeated, oneof: "", "?" proto3 optional, a name).
+Spec = list[tuple[str, int, bool, str]]
 _counter = [0]
 
 
@@ -116,6 +118,22 @@ def build(
     return cls, SchemaInfo(SchemaType.PROTOBUF_NATIVE, "t", json.dumps(data).encode())
 
 
+@st.composite
+def specs(draw: st.DrawFn) -> Spec:
+    """Random fields: distinct numbers (none reserved), any kind, maps repeated."""
+    numbers = draw(
+        st.lists(st.integers(1, 3000).filter(lambda n: not 19000 <= n < 20000), min_size=1,
+                 max_size=8, unique=True)
+    )  # fmt: skip
+    out = []
+    for number in numbers:
+        kind = draw(st.sampled_from(KINDS))
+        repeated = kind.startswith("map") or draw(st.booleans())
+        oneof = "" if repeated else draw(st.sampled_from(["", "", "?", "o1", "o2"]))
+        out.append((kind, number, repeated, oneof))
+    return out
+
+
 def scalar_values(kind: str) -> st.SearchStrategy[Any]:
     bits = {"int32": 32, "sint32": 32, "sfixed32": 32, "int64": 64, "sint64": 64, "sfixed64": 64}
     if kind in bits:
@@ -135,7 +153,7 @@ def scalar_values(kind: str) -> st.SearchStrategy[Any]:
     return st.binary(max_size=8)
 
 
-def fill(draw: Any, msg: Any, spec: list[tuple[str, int, bool, str]], open_enums: bool) -> None:
+def fill(draw: Any, msg: Any, spec: Spec, open_enums: bool) -> None:
     """Set random values on ``msg`` (draw: Hypothesis' ``data.draw``)."""
     enums = st.sampled_from([0, 1, 5]) | (st.integers(-3, 9) if open_enums else st.nothing())
     for kind, number, repeated, _ in spec:

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from proto_support import KINDS, build, fill
+from proto_support import Spec, build, fill, specs
 
 from pulsar_spark.columnar.encode_errors import SchemaMismatch
 from pulsar_spark.columnar.encode_proto import ProtoEncoder, native_writer_schema
@@ -25,22 +25,6 @@ from pulsar_spark.columnar.schema_errors import UnmappableSchema
 from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
 
 _SLOW = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-Spec = list[tuple[str, int, bool, str]]
-
-
-@st.composite
-def specs(draw: st.DrawFn) -> Spec:
-    numbers = draw(
-        st.lists(st.integers(1, 3000).filter(lambda n: not 19000 <= n < 20000), min_size=1,
-                 max_size=8, unique=True)
-    )  # fmt: skip
-    out = []
-    for number in numbers:
-        kind = draw(st.sampled_from(KINDS))
-        repeated = kind.startswith("map") or draw(st.booleans())
-        oneof = "" if repeated else draw(st.sampled_from(["", "", "?", "o1", "o2"]))
-        out.append((kind, number, repeated, oneof))
-    return out
 
 
 def _micros(msg: Any, spec: Spec) -> None:

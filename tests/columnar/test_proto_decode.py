@@ -10,28 +10,13 @@ import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from proto_support import KINDS, build, expected, fill, normalized
+from proto_support import KINDS, build, expected, fill, normalized, specs
 
 from pulsar_spark.columnar.proto_decode import proto_plan
 from pulsar_spark.columnar.proto_schema import parse_native
 from pulsar_spark.columnar.schema_errors import SchemaDecodeError
 
 _SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@st.composite
-def specs(draw: st.DrawFn) -> list[tuple[str, int, bool, str]]:
-    numbers = draw(
-        st.lists(st.integers(1, 3000).filter(lambda n: not 19000 <= n < 20000), min_size=1,
-                 max_size=8, unique=True)
-    )  # fmt: skip
-    out = []
-    for number in numbers:
-        kind = draw(st.sampled_from(KINDS))
-        repeated = kind.startswith("map") or draw(st.booleans())
-        oneof = "" if repeated else draw(st.sampled_from(["", "", "?", "o1", "o2"]))
-        out.append((kind, number, repeated, oneof))
-    return out
 
 
 def _check(cls: type, info: object, messages: list[object], payloads: list[bytes]) -> None:
