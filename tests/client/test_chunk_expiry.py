@@ -22,19 +22,9 @@ from pulsar_spark.client.errors import InvalidArgument
 from pulsar_spark.client.names import parse_topic
 from pulsar_spark.protocol import pb
 from pulsar_spark.protocol.errors import ChunkError
-from tests.support.raw_wire import send_prepared
+from tests.support.raw_wire import chunk_metadata, send_prepared
 
 LOG = logging.getLogger("test.chunk_expiry")
-
-
-def _chunk(uuid: str, chunk_id: int, count: int, total: int) -> pb.MessageMetadata:
-    meta = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1)
-    meta.uuid = uuid
-    meta.chunk_id = chunk_id
-    meta.num_chunks_from_msg = count
-    meta.total_chunk_msg_size = total
-    meta.uncompressed_size = total
-    return meta
 
 
 class Clock:
@@ -58,14 +48,14 @@ def _bounds(limits: ChunkLimits | None = None, config: object = None, **kwargs) 
 def test_an_incomplete_message_past_the_expiry_fails_naming_its_first_chunk() -> None:
     clock = Clock()
     bounds = _bounds(ChunkLimits(expiry=60.0), clock=clock)
-    assert bounds.add(7, 3, _chunk("old", 0, 3, 30), b"x" * 10) is None
+    assert bounds.add(7, 3, chunk_metadata("old", 0, 3, 30), b"x" * 10) is None
     clock.now += 30
-    assert bounds.add(7, 4, _chunk("young", 0, 2, 20), b"y" * 10) is None
+    assert bounds.add(7, 4, chunk_metadata("young", 0, 2, 20), b"y" * 10) is None
     clock.now += 30  # "old" is 60 s old: not beyond the expiry yet
-    assert bounds.add(7, 5, _chunk("old", 1, 3, 30), b"x" * 10) is None
+    assert bounds.add(7, 5, chunk_metadata("old", 1, 3, 30), b"x" * 10) is None
     clock.now += 1
     with pytest.raises(ChunkError, match="expireTimeOfIncompleteChunkedMessageMillis") as err:
-        bounds.add(7, 6, _chunk("young", 1, 2, 20), b"y" * 10)  # completes "young"
+        bounds.add(7, 6, chunk_metadata("young", 1, 2, 20), b"y" * 10)  # completes "young"
     text = str(err.value)
     assert "'old' (first chunk 7:3:-1:-1)" in text
     assert "61.0 s after its first chunk came" in text
@@ -75,9 +65,9 @@ def test_an_incomplete_message_past_the_expiry_fails_naming_its_first_chunk() ->
 def test_a_message_completed_by_the_chunk_that_comes_is_kept_whatever_its_age() -> None:
     clock = Clock()
     bounds = _bounds(ChunkLimits(expiry=1.0), clock=clock)
-    bounds.add(1, 0, _chunk("slow", 0, 2, 2), b"a")
+    bounds.add(1, 0, chunk_metadata("slow", 0, 2, 2), b"a")
     clock.now += 5
-    whole = bounds.add(1, 1, _chunk("slow", 1, 2, 2), b"b")
+    whole = bounds.add(1, 1, chunk_metadata("slow", 1, 2, 2), b"b")
     assert whole is not None and whole.payload == b"ab"
     assert bounds.pending == 0
 
@@ -85,40 +75,40 @@ def test_a_message_completed_by_the_chunk_that_comes_is_kept_whatever_its_age() 
 def test_a_message_begun_again_is_aged_from_its_new_first_chunk() -> None:
     clock = Clock()
     bounds = _bounds(ChunkLimits(expiry=10.0), clock=clock)
-    bounds.add(1, 0, _chunk("m", 0, 2, 2), b"a")
+    bounds.add(1, 0, chunk_metadata("m", 0, 2, 2), b"a")
     clock.now += 8
-    bounds.add(1, 1, _chunk("m", 0, 2, 2), b"a")  # the producer sent it again
+    bounds.add(1, 1, chunk_metadata("m", 0, 2, 2), b"a")  # the producer sent it again
     clock.now += 8  # 16 s after the first copy, 8 s after the second
-    bounds.add(1, 2, _chunk("other", 0, 2, 2), b"o")
-    whole = bounds.add(1, 3, _chunk("m", 1, 2, 2), b"b")
+    bounds.add(1, 2, chunk_metadata("other", 0, 2, 2), b"o")
+    whole = bounds.add(1, 3, chunk_metadata("m", 1, 2, 2), b"b")
     assert whole is not None and whole.first == (1, 1)
 
 
 def test_an_expiry_of_zero_is_no_age_bound() -> None:
     clock = Clock()
     bounds = _bounds(ChunkLimits(expiry=0), clock=clock)
-    bounds.add(1, 0, _chunk("old", 0, 2, 2), b"a")
+    bounds.add(1, 0, chunk_metadata("old", 0, 2, 2), b"a")
     clock.now += 1e6
-    bounds.add(1, 1, _chunk("other", 0, 2, 2), b"o")
+    bounds.add(1, 1, chunk_metadata("other", 0, 2, 2), b"o")
     assert bounds.pending == 2
 
 
 def test_dropping_an_expired_message_warns_naming_it_and_skips_its_late_chunks(caplog) -> None:
     clock = Clock()
     bounds = _bounds(ChunkLimits(expiry=5.0, drop_incomplete=True), clock=clock)
-    bounds.add(2, 0, _chunk("gone", 0, 2, 2), b"g")
+    bounds.add(2, 0, chunk_metadata("gone", 0, 2, 2), b"g")
     clock.now += 6
     with caplog.at_level(logging.WARNING, logger=LOG.name):
-        bounds.add(2, 1, _chunk("next", 0, 2, 2), b"n")
+        bounds.add(2, 1, chunk_metadata("next", 0, 2, 2), b"n")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, warnings
     assert "'gone' (first chunk 2:0:-1:-1)" in warnings[0]
     assert "expireTimeOfIncompleteChunkedMessageMillis" in warnings[0]
     assert bounds.pending == 1 and bounds.held_bytes == 1
     dropped = bounds._assembler.dropped
-    assert bounds.add(2, 2, _chunk("gone", 1, 2, 2), b"G") is None  # its tail: skipped
+    assert bounds.add(2, 2, chunk_metadata("gone", 1, 2, 2), b"G") is None  # its tail: skipped
     assert bounds._assembler.dropped == dropped + 1
-    whole = bounds.add(2, 3, _chunk("next", 1, 2, 2), b"N")
+    whole = bounds.add(2, 3, chunk_metadata("next", 1, 2, 2), b"N")
     assert whole is not None and whole.payload == b"nN"
 
 
@@ -129,14 +119,14 @@ def test_the_limits_come_from_the_readers_client_config() -> None:
     config = SimpleNamespace(chunk_limits=ChunkLimits(max_pending=2))
     bounds = _bounds(config=config)
     assert bounds.limits.max_pending == 2
-    bounds.add(1, 0, _chunk("a", 0, 2, 2), b"a")
-    bounds.add(1, 1, _chunk("b", 0, 2, 2), b"b")
+    bounds.add(1, 0, chunk_metadata("a", 0, 2, 2), b"a")
+    bounds.add(1, 1, chunk_metadata("b", 0, 2, 2), b"b")
     with pytest.raises(ChunkError, match=r"more than 2 .*maxPendingChunkedMessage.*'a'"):
-        bounds.add(1, 2, _chunk("c", 0, 2, 2), b"c")
+        bounds.add(1, 2, chunk_metadata("c", 0, 2, 2), b"c")
     assert _bounds().limits == ChunkLimits()  # a reader without a client: the defaults
     lenient = _bounds(config=SimpleNamespace(chunk_limits=ChunkLimits(1, 60, True)))
-    lenient.add(1, 0, _chunk("a", 0, 2, 2), b"a")
-    lenient.add(1, 1, _chunk("b", 0, 2, 2), b"b")  # "a" dropped, with a warning
+    lenient.add(1, 0, chunk_metadata("a", 0, 2, 2), b"a")
+    lenient.add(1, 1, chunk_metadata("b", 0, 2, 2), b"b")  # "a" dropped, with a warning
     assert lenient.pending == 1
 
 
@@ -162,11 +152,11 @@ def _topic_with_an_orphan(url: str, topic: str) -> None:
         url,
         topic,
         [
-            (_chunk("orphan", 0, 3, 30), b"o" * 10),
+            (chunk_metadata("orphan", 0, 3, 30), b"o" * 10),
             plain[0],
             plain[1],
-            (_chunk("whole", 0, 2, 20), b"w" * 10),
-            (_chunk("whole", 1, 2, 20), b"W" * 10),
+            (chunk_metadata("whole", 0, 2, 20), b"w" * 10),
+            (chunk_metadata("whole", 1, 2, 20), b"W" * 10),
             plain[2],
         ],
         encrypted=False,

@@ -20,10 +20,10 @@ import pytest
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.config import DEFAULT_READ_BUFFER_BYTES
 from pulsar_spark.client.consumer import FlowWindow
-from pulsar_spark.protocol import pb
 from pulsar_spark.protocol.chunks import ChunkAssembler
 from pulsar_spark.protocol.errors import ChunkError
 from tests.support.figures import figure
+from tests.support.raw_wire import chunk_metadata
 
 MIB = 1 << 20
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,27 +73,18 @@ def test_small_batched_messages_get_the_whole_window() -> None:
 # -- chunked messages -------------------------------------------------------------------
 
 
-def _chunk(uuid: str, chunk_id: int, count: int, total: int) -> pb.MessageMetadata:
-    meta = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1)
-    meta.uuid = uuid
-    meta.chunk_id = chunk_id
-    meta.num_chunks_from_msg = count
-    meta.total_chunk_msg_size = total
-    return meta
-
-
 def test_chunked_messages_beyond_the_byte_bound_fail_naming_the_message() -> None:
     assembler = ChunkAssembler(max_bytes=3 * MIB)
     part = b"x" * MIB
-    assert assembler.add(1, 0, _chunk("p-1", 0, 2, 2 * MIB), part) is None
-    assert assembler.add(1, 1, _chunk("p-2", 0, 2, 2 * MIB), part) is None
+    assert assembler.add(1, 0, chunk_metadata("p-1", 0, 2, 2 * MIB), part) is None
+    assert assembler.add(1, 1, chunk_metadata("p-2", 0, 2, 2 * MIB), part) is None
     assert assembler.held_bytes == 2 * MIB
-    whole = assembler.add(1, 2, _chunk("p-1", 1, 2, 2 * MIB), part)
+    whole = assembler.add(1, 2, chunk_metadata("p-1", 1, 2, 2 * MIB), part)
     assert whole is not None
     assert assembler.held_bytes == MIB
-    assert assembler.add(1, 3, _chunk("p-3", 0, 3, 3 * MIB), part) is None
+    assert assembler.add(1, 3, chunk_metadata("p-3", 0, 3, 3 * MIB), part) is None
     with pytest.raises(ChunkError, match=r"'p-3' \(first chunk 1:3.*within 3145728 bytes") as err:
-        assembler.add(1, 4, _chunk("p-3", 1, 3, 3 * MIB), part + part)
+        assembler.add(1, 4, chunk_metadata("p-3", 1, 3, 3 * MIB), part + part)
     assert err.value.message_id == "1:4:-1:-1"
     assert assembler.held_bytes == MIB  # p-3 dropped, p-2 kept
     assembler.clear()
@@ -102,10 +93,10 @@ def test_chunked_messages_beyond_the_byte_bound_fail_naming_the_message() -> Non
 
 def test_evicted_and_restarted_messages_give_their_bytes_back() -> None:
     assembler = ChunkAssembler(max_pending=1)
-    assembler.add(1, 0, _chunk("a", 0, 2, 20), b"0" * 10)
-    assembler.add(1, 1, _chunk("a", 0, 2, 20), b"0" * 10)  # begun again
+    assembler.add(1, 0, chunk_metadata("a", 0, 2, 20), b"0" * 10)
+    assembler.add(1, 1, chunk_metadata("a", 0, 2, 20), b"0" * 10)  # begun again
     assert assembler.held_bytes == 10
-    assembler.add(1, 2, _chunk("b", 0, 2, 20), b"0" * 10)  # evicts a
+    assembler.add(1, 2, chunk_metadata("b", 0, 2, 20), b"0" * 10)  # evicts a
     assert assembler.evicted == ["a"]
     assert assembler.held_bytes == 10
 
@@ -231,14 +222,14 @@ def test_a_reader_may_choose_to_drop_the_oldest_incomplete_messages(caplog) -> N
     log = logging.getLogger("test.chunks")
     part = b"x" * MIB
     strict = ChunkBounds(Reader(), log, max_bytes=2 * MIB)
-    strict.add(1, 0, _chunk("old", 0, 3, 3 * MIB), part)
+    strict.add(1, 0, chunk_metadata("old", 0, 3, 3 * MIB), part)
     with pytest.raises(ChunkError, match="'new'"):
-        strict.add(1, 1, _chunk("new", 0, 2, 2 * MIB), part + part)
+        strict.add(1, 1, chunk_metadata("new", 0, 2, 2 * MIB), part + part)
     lenient = ChunkBounds(Reader(), log, max_bytes=2 * MIB, drop_incomplete=True)
-    lenient.add(1, 0, _chunk("old", 0, 3, 3 * MIB), part)
+    lenient.add(1, 0, chunk_metadata("old", 0, 3, 3 * MIB), part)
     with caplog.at_level(logging.WARNING, logger="test.chunks"):
-        assert lenient.add(1, 1, _chunk("new", 0, 2, 2 * MIB), part) is None
-        whole = lenient.add(1, 2, _chunk("new", 1, 2, 2 * MIB), part)
+        assert lenient.add(1, 1, chunk_metadata("new", 0, 2, 2 * MIB), part) is None
+        whole = lenient.add(1, 2, chunk_metadata("new", 1, 2, 2 * MIB), part)
     assert whole is not None
     assert len(whole.payload) == 2 * MIB
     assert [r.getMessage() for r in caplog.records if "'old'" in r.getMessage()]

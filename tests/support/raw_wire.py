@@ -5,7 +5,8 @@ For tests that must see or shape the bytes themselves (encryption interop):
 of a topic; :func:`send_prepared` creates a bare producer and sends each
 (metadata, payload) as one SEND, as a client would after encoding, batching,
 compressing and encrypting, and waits for the receipts. Both talk to the
-broker that owns the topic, found by a lookup first.
+broker that owns the topic, found by a lookup first. :func:`chunk_metadata`
+is the metadata of one chunk of an uncompressed chunked message.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pulsar_spark.protocol.framing import Frame, encode_payload_command
 
 T = pb.BaseCommand
 
-__all__ = ["raw_messages", "send_prepared"]
+__all__ = ["chunk_metadata", "raw_messages", "send_prepared"]
 
 
 def _address(service_url: str, topic: str) -> tuple[str, int]:
@@ -69,6 +70,17 @@ class _Collect:
                 left = deadline - time.monotonic()
                 assert left > 0, f"{what}: only {len(self.frames)} of {count} came"
                 self.got.wait(left)
+
+
+def chunk_metadata(uuid: str, chunk_id: int, count: int, total: int) -> pb.MessageMetadata:
+    """Chunk ``chunk_id`` of ``count`` of message ``uuid``, ``total`` bytes uncompressed."""
+    meta = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1)
+    meta.uuid = uuid
+    meta.chunk_id = chunk_id
+    meta.num_chunks_from_msg = count
+    meta.total_chunk_msg_size = total
+    meta.uncompressed_size = total
+    return meta
 
 
 def raw_messages(service_url: str, topic: str, count: int, timeout: float = 30.0) -> list[Frame]:
