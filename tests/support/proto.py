@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.official import official_client
+from .official import official_client
 
 __all__ = [
     "ORDER_PROTO",
