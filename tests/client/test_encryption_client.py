@@ -7,11 +7,8 @@ import json
 import logging
 import os
 import re
-from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.crypto_keys import CryptoStats
@@ -22,36 +19,14 @@ from pulsar_spark.protocol.crypto_errors import (
     MissingPrivateKey,
 )
 from pulsar_spark.protocol.encryption import ENCRYPTED_PROPERTIES
+from tests.support.keys import KeyPair
 from tests.support.official import produce
-
-NONE = serialization.NoEncryption()
-
-
-class Pair:
-    def __init__(self, directory: Path, name: str) -> None:
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self.priv, self.pub = directory / f"{name}-priv.pem", directory / f"{name}-pub.pem"
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, NONE)
-        self.priv.write_bytes(pem)
-        self.pub.write_bytes(
-            key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        )
-        self.priv_url, self.pub_url = self.priv.as_uri(), self.pub.as_uri()
-        #: The private key inline, as a secret store would hand it over.
-        self.priv_data = "data:application/x-pem-file;base64," + base64.b64encode(pem).decode()
-
-    def reader(self):
-        import pulsar
-
-        return pulsar.CryptoKeyReader(str(self.pub), str(self.priv))
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pair]:
+def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KeyPair]:
     directory = tmp_path_factory.mktemp("client-keys")
-    return {name: Pair(directory, name) for name in ("a", "b")}
+    return {name: KeyPair(directory, name) for name in ("a", "b")}
 
 
 def _values(client: PulsarClient, topic: str, **kw) -> list[bytes]:

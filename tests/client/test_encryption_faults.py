@@ -18,13 +18,13 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol.crypto_errors import MissingPrivateKey
-from tests.client.test_encryption_client import Pair
+from tests.support.keys import KeyPair
 from tests.support.official import produce
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
-    return Pair(tmp_path_factory.mktemp("fault-keys"), "app")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
+    return KeyPair(tmp_path_factory.mktemp("fault-keys"), "app")
 
 
 def _sent(n: int) -> list[dict]:
@@ -34,7 +34,7 @@ def _sent(n: int) -> list[dict]:
     ]
 
 
-def _produce_encrypted(url: str, topic: str, sent: list[dict], pair: Pair) -> None:
+def _produce_encrypted(url: str, topic: str, sent: list[dict], pair: KeyPair) -> None:
     """Batches of 20 (LZ4), then 30 single messages (ZSTD), with the official client."""
     reader = pair.reader()
     batched, single = sent[:-30], sent[-30:]
@@ -88,7 +88,7 @@ def test_an_encrypted_read_across_a_broker_restart(fresh_pulsar_lite, topic_name
     _check_rows(rows, sent)
 
 
-def _encrypting_producer_across_drops(service_url: str, topic: str, proxy, pair: Pair) -> None:
+def _encrypting_producer_across_drops(service_url: str, topic: str, proxy, pair: KeyPair) -> None:
     n = 2000
     with (
         PulsarClient(proxy.service_url, operation_timeout=60) as client,

@@ -17,11 +17,9 @@ import json
 import os
 import secrets
 import time
-from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.crypto_keys import load_public_keys, make_decryptor
@@ -41,45 +39,21 @@ from pulsar_spark.protocol.encryptor import Encryptor
 from pulsar_spark.protocol.framing import Frame
 from pulsar_spark.protocol.message_id import to_signed64
 from tests.support.java_crypto import java_consume_decrypted, java_produce_encrypted_many
+from tests.support.keys import KeyPair
 from tests.support.official import mixed_messages, official_client, produce
 from tests.support.raw_wire import raw_messages, send_prepared
 
 CODECS = ["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]
-NONE = serialization.NoEncryption()
-
-
-class Keys:
-    """A key pair written as PEM files: ``priv``/``pub`` paths and file: URLs."""
-
-    def __init__(
-        self, directory: Path, name: str, key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
-    ):
-        self.key = key
-        self.priv = directory / f"{name}-priv.pem"
-        self.pub = directory / f"{name}-pub.pem"
-        self.priv.write_bytes(
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, NONE)
-        )
-        self.pub.write_bytes(
-            key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        )
-        self.priv_url, self.pub_url = self.priv.as_uri(), self.pub.as_uri()
 
 
 @pytest.fixture(scope="module")
-def key_dir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Keys]:
+def key_dir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KeyPair]:
     directory = tmp_path_factory.mktemp("keys")
     return {
-        "rsa": Keys(
-            directory, "rsa", rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        ),
-        "rsa2": Keys(
-            directory, "rsa2", rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        ),
-        "ec": Keys(directory, "ec", ec.generate_private_key(ec.SECP256R1())),
-        "ec2": Keys(directory, "ec2", ec.generate_private_key(ec.SECP256R1())),
+        "rsa": KeyPair(directory, "rsa"),  # a new RSA-2048 key
+        "rsa2": KeyPair(directory, "rsa2"),
+        "ec": KeyPair(directory, "ec", ec.generate_private_key(ec.SECP256R1())),
+        "ec2": KeyPair(directory, "ec2", ec.generate_private_key(ec.SECP256R1())),
     }
 
 
@@ -109,12 +83,6 @@ def _decrypted(frames: list[Frame], topic: str, private_key: object) -> list:
     return out
 
 
-def _crypto_reader(keys: Keys):
-    import pulsar
-
-    return pulsar.CryptoKeyReader(str(keys.pub), str(keys.priv))
-
-
 # -- the official Python client ---------------------------------------------------------------
 
 
@@ -125,7 +93,7 @@ def test_official_python_messages_decrypt(pulsar_lite, topic_name, key_dir, code
     sent = mixed_messages(12)
     produce(
         url, topic_name, sent, batching=batched, compression=codec,
-        encryption_key="app.key", crypto_key_reader=_crypto_reader(keys),
+        encryption_key="app.key", crypto_key_reader=keys.reader(),
     )  # fmt: skip
     frames = raw_messages(url, topic_name, len(sent))
     assert all(f.metadata.encryption_keys[0].key == "app.key" for f in frames)
@@ -161,14 +129,14 @@ def _entries(values: list[bytes], codec: str, batched: bool, encryptor: Encrypto
     return out
 
 
-def _official_consume(url: str, topic: str, count: int, keys: Keys) -> list[bytes]:
+def _official_consume(url: str, topic: str, count: int, keys: KeyPair) -> list[bytes]:
     import pulsar
 
     got = []
     with official_client(url) as client:
         consumer = client.subscribe(
             topic, "decrypting", initial_position=pulsar.InitialPosition.Earliest,
-            crypto_key_reader=_crypto_reader(keys),
+            crypto_key_reader=keys.reader(),
             crypto_failure_action=pulsar.ConsumerCryptoFailureAction.FAIL,
         )  # fmt: skip
         try:
@@ -209,9 +177,9 @@ def test_key_rotation_two_producers_two_keys_read_with_a_map(
         topic_name,
         [b"old-1", b"old-2"],
         encryption_key="v1",
-        crypto_key_reader=_crypto_reader(old),
+        crypto_key_reader=old.reader(),
     )
-    produce(url, topic_name, [b"new-1"], encryption_key="v2", crypto_key_reader=_crypto_reader(new))
+    produce(url, topic_name, [b"new-1"], encryption_key="v2", crypto_key_reader=new.reader())
     frames = raw_messages(url, topic_name, 3)
     both = json.dumps({"v1": old.priv_url, "v2": new.priv_url})
     assert [m.value for m in _decrypted(frames, topic_name, both)] == [b"old-1", b"old-2", b"new-1"]
@@ -263,7 +231,7 @@ def test_official_chunked_encrypted_messages_decrypt_chunk_by_chunk(
     sent = [b"before", {"value": big, "key": "big"}, b"after"]
     produce(
         url, topic_name, sent, batching=False, chunking_enabled=True,
-        encryption_key="app.key", crypto_key_reader=_crypto_reader(keys),
+        encryption_key="app.key", crypto_key_reader=keys.reader(),
     )  # fmt: skip
     frames = raw_messages(url, topic_name, 4)  # the 2 small ones and at least 2 chunks
     assert sum(is_chunk(f.metadata) for f in frames) >= 2

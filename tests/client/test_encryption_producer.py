@@ -10,14 +10,15 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol.crypto_errors import CryptoKeyError
-from tests.client.test_encryption_client import Pair, _values
+from tests.client.test_encryption_client import _values
+from tests.support.keys import KeyPair
 from tests.support.official import official_client
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pair]:
+def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, KeyPair]:
     directory = tmp_path_factory.mktemp("producer-keys")
-    return {name: Pair(directory, name) for name in ("a", "b")}
+    return {name: KeyPair(directory, name) for name in ("a", "b")}
 
 
 @pytest.mark.parametrize("batching", [True, False], ids=["batched", "single"])
@@ -96,20 +97,13 @@ def test_the_java_consumer_decrypts_our_ec_encrypted_chunks_and_batches(
 
     from tests.support.java_crypto import java_consume_decrypted
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    priv, pub = tmp_path / "ec-priv.pem", tmp_path / "ec-pub.pem"
-    priv.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
+    pair = KeyPair(
+        tmp_path,
+        "ec",
+        ec.generate_private_key(ec.SECP256R1()),
+        private_format=serialization.PrivateFormat.TraditionalOpenSSL,
     )
-    pub.write_bytes(
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
+    priv, pub = pair.priv, pair.pub
     url = apache_pulsar.service_url
     big = os.urandom(12_000)
     small = [f"batched-{i}".encode() for i in range(5)]

@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pulsar_spark.spark.compat import spark_version
+from tests.support.keys import KeyPair
 from tests.support.official import produce
 
 NONE = serialization.NoEncryption()
@@ -20,18 +21,8 @@ NONE = serialization.NoEncryption()
 @pytest.fixture(scope="module")
 def rsa_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(public, private) PEM files of one RSA-2048 key."""
-    directory = tmp_path_factory.mktemp("spark-keys")
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pub, priv = directory / "pub.pem", directory / "priv.pem"
-    priv.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, NONE)
-    )
-    pub.write_bytes(
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
-    return pub, priv
+    pair = KeyPair(tmp_path_factory.mktemp("spark-keys"), "app")
+    return pair.pub, pair.priv
 
 
 def _produce_encrypted(
@@ -318,16 +309,8 @@ def test_spark_reads_a_topic_whose_key_changed_with_a_map_of_both(
     from pulsar_spark.client import PulsarClient
 
     url, (_, old_priv) = pulsar_lite.service_url, rsa_files
-    new_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    new_priv, new_pub = tmp_path / "new-priv.pem", tmp_path / "new-pub.pem"
-    new_priv.write_bytes(
-        new_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, NONE)
-    )
-    new_pub.write_bytes(
-        new_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
+    new = KeyPair(tmp_path, "new")
+    new_priv, new_pub = new.priv, new.pub
     before = [f"old-{i:02d}".encode() for i in range(30)]
     after = [f"new-{i:02d}".encode() for i in range(30)]
     _produce_encrypted(url, topic_name, before, rsa_files, key="old", compression="LZ4",

@@ -6,7 +6,6 @@ Spark encryption tests use the official Python client's RSA keys.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 
@@ -14,26 +13,20 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.support.java_crypto import java_produce_encrypted_many
+from tests.support.keys import KeyPair
 
 
 def test_spark_reads_a_java_ec_encrypted_topic_batches_and_chunks(
     read_pulsar, apache_pulsar, topic_name, tmp_path
 ) -> None:
-    key = ec.generate_private_key(ec.SECP256R1())
-    pub = tmp_path / "ec-pub.pem"
-    pub.write_bytes(
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+    pair = KeyPair(
+        tmp_path,
+        "ec",
+        ec.generate_private_key(ec.SECP256R1()),
+        private_format=serialization.PrivateFormat.TraditionalOpenSSL,  # "EC PRIVATE KEY" (SEC1)
     )
-    pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,  # "EC PRIVATE KEY" (SEC1)
-        serialization.NoEncryption(),
-    )
-    private = json.dumps(
-        {"ec.key": "data:application/x-pem-file;base64," + base64.b64encode(pem).decode()}
-    )
+    pub = pair.pub
+    private = json.dumps({"ec.key": pair.priv_data})
     batched = [
         {"value": f"row-{i:03d}".encode(), "key": f"k{i % 5}", "properties": {"i": str(i)}}
         for i in range(200)

@@ -451,25 +451,10 @@ def test_lag_per_partition_and_in_total_shows_in_progress(
 @pytest.fixture(scope="module")
 def rsa_reader_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(public, private) PEM files of one RSA-2048 key."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
+    from tests.support.keys import KeyPair
 
-    directory = tmp_path_factory.mktemp("admission-keys")
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pub, priv = directory / "pub.pem", directory / "priv.pem"
-    priv.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    pub.write_bytes(
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
-    return pub, priv
+    pair = KeyPair(tmp_path_factory.mktemp("admission-keys"), "app")
+    return pair.pub, pair.priv
 
 
 def _produce_encrypted(url: str, topic: str, values: list[bytes], files, **options) -> None:
