@@ -12,13 +12,12 @@ message without encryption keys, so the re-created producers are seen to say so.
 from __future__ import annotations
 
 import os
-import secrets
 
 import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol.crypto_errors import MissingPrivateKey
-from tests.support.keys import KeyPair
+from tests.support.keys import KeyPair, encryption_required_topic
 from tests.support.official import produce
 
 
@@ -127,11 +126,7 @@ def test_a_reconnected_encrypting_producer_says_encrypted_where_encryption_is_re
 ) -> None:
     # The broker refuses a PRODUCER without encrypted=true ("Encryption is required") and a
     # message without encryption keys: every producer re-created after a drop must say it.
-    admin = apache_pulsar.admin
-    namespace = f"public/enc-faults-{secrets.token_hex(3)}"
-    admin.create_namespace(namespace)
-    admin.request("POST", f"namespaces/{namespace}/encryptionRequired", True)
-    topic = f"persistent://{namespace}/t"
+    topic = encryption_required_topic(apache_pulsar.admin, "enc-faults")
     proxy = fault_proxy(apache_pulsar.service_url, drop_every_frames=12)
     _encrypting_producer_across_drops(apache_pulsar.service_url, topic, proxy, pair)
 

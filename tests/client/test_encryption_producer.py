@@ -11,7 +11,7 @@ import pytest
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol.crypto_errors import CryptoKeyError
 from tests.client.test_encryption_client import _values
-from tests.support.keys import KeyPair
+from tests.support.keys import KeyPair, encryption_required_topic
 from tests.support.official import official_client
 
 
@@ -128,15 +128,9 @@ def test_the_java_consumer_decrypts_our_ec_encrypted_chunks_and_batches(
 def test_a_namespace_that_requires_encryption_takes_our_encrypting_producer_only(
     apache_pulsar, pairs
 ) -> None:
-    import secrets
-
     from pulsar_spark.protocol.errors import ServerError
 
-    admin = apache_pulsar.admin
-    namespace = f"public/enc-{secrets.token_hex(3)}"
-    admin.create_namespace(namespace)
-    admin.request("POST", f"namespaces/{namespace}/encryptionRequired", True)
-    topic = f"persistent://{namespace}/t"
+    topic = encryption_required_topic(apache_pulsar.admin, "enc")
     url = apache_pulsar.service_url
     with PulsarClient(url, operation_timeout=60) as client:
         with client.create_producer(

@@ -14,7 +14,7 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``java_client``  the Java client as a test peer: typed produce/consume (SchemaTool.java)
 ``java_crypto``  the Java client as an encryption peer: EC/RSA produce, decrypt (CryptoTool)
 ``raw_wire``     bare wire peers: MESSAGE frames as the broker sent them, prepared SENDs
-``keys``         RSA/EC key pairs of the encryption tests written as PEM files
+``keys``         RSA/EC key pairs of the encryption tests as PEM files, encryption-required topics
 ``apache_tls``   tokens and certificates of the secure Apache broker
 ``apache``       :class:`ApachePulsar` (plain, secure, dedup) and :class:`BrokerHandle`
 ``admin``        :class:`PulsarAdmin`, the Apache Pulsar admin REST API

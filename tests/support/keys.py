@@ -1,4 +1,5 @@
-"""Key pairs of the encryption tests written as PEM files: :class:`KeyPair`.
+"""Key pairs of the encryption tests written as PEM files (:class:`KeyPair`), and a topic in
+a namespace that requires encryption (:func:`encryption_required_topic`).
 
 ``KeyPair(directory, "a")`` makes a new RSA-2048 key (or takes the RSA or EC key
 given) and writes ``a-priv.pem`` (PKCS#8 unless another private format is given,
@@ -9,13 +10,17 @@ such as the SEC1 "EC PRIVATE KEY" the Java client also reads) and ``a-pub.pem``
 from __future__ import annotations
 
 import base64
+import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-__all__ = ["KeyPair"]
+if TYPE_CHECKING:
+    from .admin import PulsarAdmin
+
+__all__ = ["KeyPair", "encryption_required_topic"]
 
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 
@@ -53,3 +58,13 @@ class KeyPair:
         import pulsar
 
         return pulsar.CryptoKeyReader(str(self.pub), str(self.priv))
+
+
+def encryption_required_topic(admin: PulsarAdmin, prefix: str) -> str:
+    """Topic ``t`` of a new namespace ``public/<prefix>-<random>`` made with ``admin``
+    to require encryption: its broker refuses a producer
+    that does not say ``encrypted`` and a message without encryption keys."""
+    namespace = f"public/{prefix}-{secrets.token_hex(3)}"
+    admin.create_namespace(namespace)
+    admin.request("POST", f"namespaces/{namespace}/encryptionRequired", True)
+    return f"persistent://{namespace}/t"
