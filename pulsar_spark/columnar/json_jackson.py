@@ -76,29 +76,26 @@ def has_jackson(dtype: pa.DataType) -> bool:
 
 def number_storage(dtype: pa.DataType) -> pa.DataType:
     """The type the JSON reader builds: temporal types as their numbers, enums as text."""
-    if pa.types.is_struct(dtype):
-        return pa.struct([pa.field(f.name, number_storage(f.type)) for f in dtype])
-    if pa.types.is_list(dtype):
-        return pa.list_(pa.field(dtype.value_field.name, number_storage(dtype.value_type)))
-    if pa.types.is_dictionary(dtype):
-        return dtype.value_type
-    if pa.types.is_temporal(dtype):
-        return pa.int32() if dtype.bit_width == 32 else pa.int64()
-    return dtype
+    return _storage(dtype, jackson=False)
 
 
 def jackson_storage(dtype: pa.DataType) -> pa.DataType:
     """The type Arrow's reader builds for Jackson's forms: zoned timestamps as decimal
     seconds, dates, times and local timestamps as arrays of integers, enums as text."""
+    return _storage(dtype, jackson=True)
+
+
+def _storage(dtype: pa.DataType, *, jackson: bool) -> pa.DataType:
     if pa.types.is_struct(dtype):
-        return pa.struct([pa.field(f.name, jackson_storage(f.type)) for f in dtype])
+        return pa.struct([pa.field(f.name, _storage(f.type, jackson=jackson)) for f in dtype])
     if pa.types.is_list(dtype):
-        return pa.list_(pa.field(dtype.value_field.name, jackson_storage(dtype.value_type)))
+        item = _storage(dtype.value_type, jackson=jackson)
+        return pa.list_(pa.field(dtype.value_field.name, item))
     if pa.types.is_dictionary(dtype):
         return dtype.value_type
-    if _zoned(dtype):
+    if jackson and _zoned(dtype):
         return pa.decimal128(38, 9)
-    if _arrayed(dtype):
+    if jackson and _arrayed(dtype):
         return pa.list_(pa.int64())
     if pa.types.is_temporal(dtype):
         return pa.int32() if dtype.bit_width == 32 else pa.int64()
