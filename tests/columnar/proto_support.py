@@ -153,6 +153,17 @@ def scalar_values(kind: str) -> st.SearchStrategy[Any]:
     return st.binary(max_size=8)
 
 
+def random_messages(draw: Any, cls: type, spec: Spec, syntax: str) -> list[Any]:
+    """1 to 5 messages of ``cls`` with random values (:func:`fill`; enum numbers outside
+    the enum in proto3, whose enums are open)."""
+    messages = []
+    for _ in range(draw(st.integers(1, 5))):
+        msg = cls()
+        fill(draw, msg, spec, open_enums=syntax == "proto3")
+        messages.append(msg)
+    return messages
+
+
 def fill(draw: Any, msg: Any, spec: Spec, open_enums: bool) -> None:
     """Set random values on ``msg`` (draw: Hypothesis' ``data.draw``)."""
     enums = st.sampled_from([0, 1, 5]) | (st.integers(-3, 9) if open_enums else st.nothing())

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from proto_support import Spec, build, fill, specs
+from proto_support import Spec, build, random_messages, specs
 
 from pulsar_spark.columnar.encode_errors import SchemaMismatch
 from pulsar_spark.columnar.encode_proto import ProtoEncoder, native_writer_schema
@@ -45,12 +45,9 @@ def test_random_messages_round_trip_to_protobufs_bytes(
 ) -> None:
     packed = data.draw(st.sampled_from([None, True, False]))
     cls, info = build(spec, syntax, packed)
-    messages = []
-    for _ in range(data.draw(st.integers(1, 5))):
-        msg = cls()
-        fill(data.draw, msg, spec, open_enums=syntax == "proto3")
+    messages = random_messages(data.draw, cls, spec, syntax)
+    for msg in messages:
         _micros(msg, spec)
-        messages.append(msg)
     payloads = [m.SerializeToString() for m in messages]
     plan = proto_plan(info)
     column = plan.decode(pa.array([*payloads, None], pa.binary()))

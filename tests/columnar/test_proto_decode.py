@@ -10,7 +10,7 @@ import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from proto_support import KINDS, build, expected, fill, normalized, specs
+from proto_support import KINDS, build, expected, fill, normalized, random_messages, specs
 
 from pulsar_spark.columnar.proto_decode import proto_plan
 from pulsar_spark.columnar.proto_schema import parse_native
@@ -46,11 +46,7 @@ def test_random_messages_decode_as_protobuf_parses_them(
 ) -> None:
     packed = data.draw(st.sampled_from([None, True, False]))
     cls, info = build(spec, syntax, packed)
-    messages = []
-    for _ in range(data.draw(st.integers(1, 5))):
-        msg = cls()
-        fill(data.draw, msg, spec, open_enums=syntax == "proto3")
-        messages.append(msg)
+    messages = random_messages(data.draw, cls, spec, syntax)
     payloads = [m.SerializeToString() for m in messages]
     # Several messages concatenated are one message (their merge), as protobuf reads it.
     payloads.append(b"".join(payloads))
