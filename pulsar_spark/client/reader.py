@@ -364,10 +364,10 @@ class PartitionReader(ReaderSession):
     def _passed_end(self, end: MessageId) -> bool:
         """After a quiet spell: is there nothing more to come before ``end``?
 
-        When the broker has more but nothing moves (:func:`~.waiter.quiet_for`) for
-        :attr:`STALL` seconds, the consumer is re-created: a subscription that raced
-        with a topic unload can stay attached to the closed topic, answering
-        requests but never dispatching (seen on Apache Pulsar 4.0 under unloads).
+        When the broker has more but nothing arrives (:func:`~.waiter.quiet_for`; our
+        writes, these checks' among them, do not count) for :attr:`STALL` s, the consumer
+        is re-created: a subscription that raced with a topic unload can stay attached
+        to the closed topic, answering requests but never dispatching (Apache Pulsar 4.0).
         """
         try:
             last = self._live().last_message_id()
@@ -377,7 +377,7 @@ class PartitionReader(ReaderSession):
             self._reconnect(str(exc))
             return False
         seen = self._processed or (-1, -1)
-        quiet = quiet_for(self._idle_since, self._live().conn.moving_at(), self._timeout)
+        quiet = quiet_for(self._idle_since, self._live().conn.arriving_at, self._timeout)
         if self._gaps.topic_short(last, self._reached(), self._needed):
             return True  # what was left to read is gone (reported)
         if last is None or (last.ledger, last.entry) <= seen:
