@@ -121,9 +121,12 @@ class ValueDecoder:
             if version in self._untyped:
                 continue
             written = self.fetch(version)
-            now = written if self.latest is None or written is None else self.latest()
-            if written is None or written.type.is_bytes or now is None or now.type.is_bytes:
+            if written is None or written.type.is_bytes:
                 self._untyped.add(version)  # bytes, or no schema (any more)
+                continue
+            now = written if self.latest is None else self.latest()
+            if now is None or now.type.is_bytes:
+                self._untyped.add(version)  # the topic's schema is bytes, or gone, now
                 continue
             msg = (
                 f"{self.topic}: the query was planned when the topic had no schema "
