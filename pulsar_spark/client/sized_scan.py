@@ -33,6 +33,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..protocol import PulsarApi_pb2 as pb
+from ..protocol.encryption_fields import TAG_SIZE
 from ..protocol.entry import Entry
 from ..protocol.message_id import MessageId
 from .bounds import BoundLike, end_bound, start_bound
@@ -105,17 +106,13 @@ def _single_size(metadata: pb.MessageMetadata, payload: bytes | memoryview) -> i
     return len(payload)
 
 
-#: Bytes AES-GCM adds to each payload it encrypts (the tag).
-_TAG_BYTES = 16
-
-
 def _encrypted_size(metadata: pb.MessageMetadata, payload: bytes | memoryview) -> int:
     """An encrypted message's (or batch's) plaintext size, before compression."""
     if metadata.HasField("uncompressed_size"):
         return int(metadata.uncompressed_size)
     # A chunked message's chunks are each encrypted (each has a tag); the id scan cut them.
     pieces = 0 if metadata.num_chunks_from_msg > 1 else 1
-    return max(0, len(payload) - _TAG_BYTES * pieces)
+    return max(0, len(payload) - TAG_SIZE * pieces)
 
 
 def scan_sizes(

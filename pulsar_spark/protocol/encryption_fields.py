@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .encryption import Decryptor
 
 #: Bytes the AES-GCM tag adds to each encrypted payload.
-_TAG_SIZE = 16
+TAG_SIZE = 16
 
 __all__ = [
     "CRYPTO_FAILURE_ACTIONS",
@@ -29,6 +29,7 @@ __all__ = [
     "ENCRYPTED_PROPERTIES",
     "CryptoFailureAction",
     "EncryptionInfo",
+    "TAG_SIZE",
     "WrappedKey",
     "crypto_failure_action",
     "encryption_info",
@@ -191,7 +192,7 @@ def open_chunk(
     if not metadata.encryption_keys:
         return metadata, payload
     if decrypt is None:
-        return metadata, payload[: max(0, len(payload) - _TAG_SIZE)]
+        return metadata, payload[: max(0, len(payload) - TAG_SIZE)]
     opened = decrypt.open(metadata, payload, message_id=message_id)
     if opened.outcome == "discarded":
         return None
