@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..protocol.wire import encode_varint
 from .encode_avro_nodes import list_parts, valid_mask
 from .encode_errors import SchemaMismatch
 from .encode_pieces import Piece, constant, expand, group, join, varint_piece
@@ -49,8 +50,7 @@ _MIN_SECONDS, _MAX_SECONDS = -62135596800, 253402300799
 
 def tag(number: int, wire: int) -> bytes:
     """A field's key: varint of ``number << 3 | wire``."""
-    piece = varint_piece(np.array([number << 3 | wire], np.uint64))
-    return piece.data.tobytes()
+    return encode_varint(number << 3 | wire)
 
 
 def _nulls(count: int, where: str) -> str:
