@@ -15,9 +15,10 @@ message (Timestamp and wrappers too)      varint length, then its fields
 ========================================  ==========================================
 
 Integers are range-checked when encoded (an int64 column into an int32 field
-fits while its values do); :meth:`ValueEnc.is_default` says which values
-proto3 leaves unwritten in a field without presence (0, "", false, the first
-enum value; a float or double whose bits are all 0, so -0.0 is written).
+fits while its values do); :meth:`ValueEnc.written` leaves out the values
+proto3 does not write in a field without presence (0, "", false, the first
+enum value; a float or double whose bits are all 0, so -0.0 is written): through
+:meth:`ValueEnc.is_default`, or for integers and enums from the words encoded.
 """
 
 from __future__ import annotations
@@ -172,9 +173,6 @@ class IntValue(ValueEnc):
             return [varint_piece(zigzag(bits.view(np.int64)))]
         return [varint_piece(bits)]
 
-    def is_default(self, array: pa.Array) -> Mask:
-        return self.bits(array) == 0  # type: ignore[no-any-return]
-
 
 class FloatValue(ValueEnc):
     """float (``<f4``) or double (``<f8``)."""
@@ -250,9 +248,6 @@ class EnumValue(ValueEnc):
 
     def pieces(self, array: pa.Array) -> list[Piece]:
         return [varint_piece(self.numbers_of(array))]
-
-    def is_default(self, array: pa.Array) -> Mask:
-        return self.numbers_of(array) == 0  # type: ignore[no-any-return]
 
     def written(self, array: pa.Array, implicit: bool) -> tuple[Mask | None, list[Piece]]:
         numbers = self.numbers_of(array)
