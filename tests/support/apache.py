@@ -1,4 +1,4 @@
-"""Apache Pulsar 4.0 standalone as a test broker: one JVM per instance, in three variants.
+"""Apache Pulsar 4.0 standalone as a test broker: one JVM per instance, in four variants.
 
 :class:`ApachePulsar` runs ``org.apache.pulsar.PulsarStandaloneStarter`` (broker,
 ZooKeeper and one bookie in one JVM) from the distribution of
@@ -18,6 +18,12 @@ ZooKeeper and one bookie in one JVM) from the distribution of
 ``dedup``
     Broker-wide deduplication and broker entry metadata (broker timestamp and index)
     exposed to clients.
+``stock``
+    Apache Pulsar 4.0's stock data-lifecycle policies (``conf/broker.conf``) on a fast
+    clock (:data:`STOCK_SETTINGS`): no retention, closed ledgers of a topic that no durable
+    subscription needs are deleted within about a second, ledgers roll every 20 entries,
+    and a topic with no subscription and no producer is deleted after 3 s of inactivity.
+    The other variants turn inactive-topic deletion off and never roll a ledger.
 
 Readiness means: the process is alive, the binary port answers CONNECT with CONNECTED
 (over TLS and with a token on the secure one), the admin API answers and lists
@@ -61,6 +67,7 @@ __all__ = [
     "DEDUP_SETTINGS",
     "DIST_SHA1",
     "PULSAR_VERSION",
+    "STOCK_SETTINGS",
     "VARIANTS",
     "ApachePulsar",
     "BrokerHandle",
@@ -96,7 +103,51 @@ DEDUP_SETTINGS: dict[str, str] = {
     "exposingBrokerEntryMetadataToClientEnabled": "true",
 }
 
-VARIANTS = ("plain", "secure", "dedup")
+#: Broker keys of the stock variant: the data-lifecycle policies of Apache Pulsar 4.0's
+#: ``conf/broker.conf`` (what a production broker runs), with the clocks made fast. Every
+#: key name checked against ``org.apache.pulsar.broker.ServiceConfiguration`` of 4.0.8.
+#:
+#: key                                                      stock (4.0)                  here
+#: ``brokerDeleteInactiveTopicsEnabled``                    true                         true
+#: ``brokerDeleteInactiveTopicsMode``                       delete_when_no_subscriptions same
+#: ``brokerDeleteInactiveTopicsFrequencySeconds``           60                           1
+#: ``brokerDeleteInactiveTopicsMaxInactiveDurationSeconds`` empty (= frequency)          3
+#: ``defaultRetentionTimeInMinutes``                        0 (no retention)             0
+#: ``defaultRetentionSizeInMB``                             0 (no retention)             0
+#: ``managedLedgerMaxEntriesPerLedger``                     50000                        20
+#: ``managedLedgerMinLedgerRolloverTimeMinutes``            10                           0
+#: ``retentionCheckIntervalInSeconds``                      120                          1
+#: ``subscriptionExpirationTimeMinutes``                    0 (off)                      0
+#: ``subscriptionExpiryCheckIntervalInMinutes``             5                            1
+#: ``backlogQuotaDefaultLimitBytes``                        -1 (no quota)                -1
+#: ``backlogQuotaDefaultLimitGB``                           -1 (standalone.conf: 10)     -1
+#: ``ttlDurationDefaultInSeconds``                          0 (no TTL)                   0
+#:
+#: Left at their stock values (not set here, nor by ``tests/apache/standalone.conf``):
+#: ``managedLedgerMaxLedgerRolloverTimeMinutes`` 240, ``managedLedgerMaxSizePerLedgerMbytes``
+#: 2048, ``brokerDeleteInactivePartitionedTopicMetadataEnabled`` false (a partitioned
+#: topic's partitions are deleted, its metadata stays). So: a topic with no durable
+#: subscription keeps nothing once a ledger closes (every 20 entries), the next retention
+#: check (every second) deletes it; a durable subscription holds what it has not
+#: acknowledged; a topic with no subscription and no producer for 3 s is deleted.
+STOCK_SETTINGS: dict[str, str] = {
+    "brokerDeleteInactiveTopicsEnabled": "true",
+    "brokerDeleteInactiveTopicsMode": "delete_when_no_subscriptions",
+    "brokerDeleteInactiveTopicsFrequencySeconds": "1",
+    "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": "3",
+    "defaultRetentionTimeInMinutes": "0",
+    "defaultRetentionSizeInMB": "0",
+    "managedLedgerMaxEntriesPerLedger": "20",
+    "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+    "retentionCheckIntervalInSeconds": "1",
+    "subscriptionExpirationTimeMinutes": "0",
+    "subscriptionExpiryCheckIntervalInMinutes": "1",
+    "backlogQuotaDefaultLimitBytes": "-1",
+    "backlogQuotaDefaultLimitGB": "-1",
+    "ttlDurationDefaultInSeconds": "0",
+}
+
+VARIANTS = ("plain", "secure", "dedup", "stock")
 
 
 class ApachePulsar(BrokerProcess):
@@ -111,8 +162,9 @@ class ApachePulsar(BrokerProcess):
 
     Args:
         root: the instance's directory.
-        variant: ``plain``, ``secure`` (TLS + tokens) or ``dedup`` (deduplication and
-            broker entry metadata).
+        variant: ``plain``, ``secure`` (TLS + tokens), ``dedup`` (deduplication and
+            broker entry metadata) or ``stock`` (stock data-lifecycle policies on a fast
+            clock: :data:`STOCK_SETTINGS`).
         name: for reports.
         settings: more broker keys (override the variant's).
         shared: a session instance: :meth:`stop`, :meth:`kill` and :meth:`restart` raise.
@@ -230,6 +282,8 @@ class ApachePulsar(BrokerProcess):
         }
         if self.variant == "dedup":
             s.update(DEDUP_SETTINGS)
+        elif self.variant == "stock":
+            s.update(STOCK_SETTINGS)
         if self.secure is not None:
             sec = self.secure
             s.update({

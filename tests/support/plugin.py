@@ -13,10 +13,12 @@ Fixtures
     A :class:`PulsarLite` with ``default_partitions = 4``. pulsar-lite treats *every* topic
     name as partitioned on such an instance, ``-partition-K`` names included (brokers.md,
     quirk 3), so partitioned tests get their own instance.
-``apache_pulsar``, ``apache_pulsar_secure``, ``apache_pulsar_dedup`` (session, started on
-first use)
+``apache_pulsar``, ``apache_pulsar_secure``, ``apache_pulsar_dedup``, ``apache_pulsar_stock``
+(session, started on first use)
     An :class:`ApachePulsar` of each variant (plain; TLS + tokens, ``.secure`` holding the
-    certificates and tokens; deduplication + broker entry metadata).
+    certificates and tokens; deduplication + broker entry metadata; Apache Pulsar 4.0's
+    stock data-lifecycle policies on a fast clock, which trim closed ledgers no durable
+    subscription needs and delete inactive topics within seconds).
 ``fresh_pulsar_lite``, ``fresh_apache_pulsar`` (function)
     A :class:`BrokerFactory`, ``fresh_pulsar_lite(*, start=True, **config)`` and
     ``fresh_apache_pulsar(*, variant="plain", start=True, **options)``, for tests that stop,
@@ -195,6 +197,17 @@ def apache_pulsar_dedup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ap
     """A session-wide Apache Pulsar with deduplication and broker entry metadata."""
     yield from _session_broker(
         tmp_path_factory, ApachePulsar, "apache_pulsar_dedup", variant="dedup"
+    )
+
+
+@pytest.fixture(scope="session")
+def apache_pulsar_stock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApachePulsar]:
+    """A session-wide Apache Pulsar with the stock data-lifecycle policies of a production
+    broker on a fast clock (``tests.support.apache.STOCK_SETTINGS``): no retention, a
+    ledger every 20 entries, closed ledgers no durable subscription needs deleted within
+    about a second, topics with no subscription and no producer deleted after 3 s."""
+    yield from _session_broker(
+        tmp_path_factory, ApachePulsar, "apache_pulsar_stock", variant="stock"
     )
 
 
