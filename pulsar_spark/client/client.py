@@ -19,10 +19,12 @@ from ..protocol.schema_info import SchemaInfo
 from ..protocol.topics import base_topic
 from .auth import Authentication, NoAuthentication
 from .bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
+from .chunk_bounds import ChunkLossReport
 from .chunk_limits import ChunkLimits
 from .config import DEFAULT_READ_BUFFER_BYTES, ClientConfig, TlsOptions
 from .crypto_keys import CryptoStats, counting_discards
 from .errors import ClientError
+from .last_ids import LastIds
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
 from .producer import Producer
@@ -162,6 +164,24 @@ class PulsarClient:
         found = first_entry(self._lookup, name, at, operation_timeout=self.operation_timeout)
         # A compacted view (read_compacted) skips ids by design: any entry after ``at`` will do.
         return found is not None and (self.config.read_compacted or found[0].ledger == at.ledger)
+
+    def first_entry_at(self, topic: str, message_id: str | MessageId) -> MessageId | None:
+        """The id (batch index -1) of the first entry still stored in ``topic`` (a
+        non-partitioned topic or one partition) at or after the entry of
+        ``message_id``; None when there is none. Nothing is decoded."""
+        name = self._one_partition(topic, "look for entries of")
+        at = parse_position(message_id, "message_id").with_batch_index(-1)
+        found = first_entry(self._lookup, name, at, operation_timeout=self.operation_timeout)
+        return None if found is None else found[0]
+
+    def last_ids(self, subscription: str | None = None) -> LastIds:
+        """A :class:`~.last_ids.LastIds` on this client's connections: the last ids of
+        many partitions at once, with consumers kept between calls; on the durable
+        ``subscription`` when given (created where missing, moved by its
+        ``acknowledge``). Close it before the client."""
+        return LastIds(
+            self._lookup, operation_timeout=self.operation_timeout, subscription=subscription
+        )
 
     def acknowledge_cumulative(
         self, topic: str, subscription: str, message_id: str | MessageId
@@ -303,6 +323,7 @@ class PulsarClient:
         private_key: str | Mapping[str, str] | None = None,
         crypto_failure_action: str = "fail",
         crypto_stats: CryptoStats | None = None,
+        chunk_loss: ChunkLossReport | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Read ``topic`` from ``start`` to ``end`` (fixed when each partition's read
         starts) as RecordBatches with the row schema.
@@ -319,7 +340,9 @@ class PulsarClient:
 
         ``missing_start(start, first)`` is called when ``start`` is a message id
         whose entry is gone (the broker began at ``first``, a later entry); it
-        may raise to end the read. ``schema`` goes in each SUBSCRIBE for the
+        may raise to end the read; ``chunk_loss(lost)``, for a chunked message begun in
+        the range that never completes (:mod:`.chunk_bounds`), likewise, or the read
+        fails with ``ChunkError`` naming it. ``schema`` goes in each SUBSCRIBE for the
         broker to check against the topic's (values stay bytes). ``private_key`` (a PEM
         URL, or name -> URL as JSON or a mapping) decrypts encrypted messages; any that do
         not fail the read unless ``crypto_failure_action`` is ``discard`` or ``consume``;
@@ -327,6 +350,7 @@ class PulsarClient:
 
         Raises:
             ClientError: a malformed start or end, naming it.
+            ChunkError: a chunked message that cannot be read whole, naming it.
         """
         first, last = start_bound(start, start_inclusive), end_bound(end, end_inclusive)
         for partition in self._partitions_of(parse_topic(topic)):
@@ -335,7 +359,7 @@ class PulsarClient:
                 self._lookup, partition, start=first, end=last, decrypt=decrypt,
                 receiver_queue_size=receiver_queue_size, batch_rows=batch_rows,
                 operation_timeout=self.operation_timeout, missing_start=missing_start,
-                schema=schema,
+                schema=schema, chunk_loss=chunk_loss,
             ), decrypt, crypto_stats)  # fmt: skip
 
     # -- id-level probes (no Arrow is built) ----------------------------------------
@@ -362,8 +386,9 @@ class PulsarClient:
         items, markers and chunked messages alike), but no Arrow is built and only
         batches are decompressed. A chunked message is given by its first chunk's
         entry (batch index -1): a range that starts after it, or ends at it
-        exclusively, leaves the message whole to one side. Leaving the iterator
-        early (``close()``, or a ``with contextlib.closing(...)``) ends the read.
+        exclusively, leaves the message whole to one side; one never completed is
+        skipped, with a WARNING. Leaving the iterator early (``close()``, or a
+        ``with contextlib.closing(...)``) ends the read.
         ``receiver_queue_size`` is the consumer's window (by default ``limit``, at
         most 1000).
 

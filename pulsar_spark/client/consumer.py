@@ -26,7 +26,14 @@ from .lookup import LookupService
 from .names import TopicName
 from .schemas import with_schema_context
 
-__all__ = ["FlowWindow", "Inbox", "ReaderConsumer", "attach_consumer", "get_last_message_id"]
+__all__ = [
+    "FlowWindow",
+    "Inbox",
+    "ReaderConsumer",
+    "attach_consumer",
+    "get_last_message_id",
+    "last_and_mark_delete",
+]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -75,18 +82,34 @@ def _is_no_messages(exc: ServerError) -> bool:
 
 def get_last_message_id(conn: Connection, consumer_id: int, topic: TopicName) -> MessageId | None:
     """The id of the last message of the topic a consumer is on; None when it is empty."""
+    return last_and_mark_delete(conn, consumer_id, topic)[0]
+
+
+def last_and_mark_delete(
+    conn: Connection, consumer_id: int, topic: TopicName
+) -> tuple[MessageId | None, MessageId | None]:
+    """One GET_LAST_MESSAGE_ID: the id of the last message of the topic a consumer is
+    on (None: it is empty), and its subscription's mark-delete position, where the
+    broker tells it (None: it does not). The mark-delete position is an entry
+    (batch index -1): everything up to it is acknowledged; entry -1 means before
+    the first entry of its ledger."""
     request = commands.get_last_message_id(conn.new_id(Kind.REQUEST), consumer_id)
     try:
         frame = conn.request(request)
     except ServerError as exc:
         if _is_no_messages(exc):
-            return None
+            return None, None
         raise
-    last = frame.command.getLastMessageIdResponse.last_message_id
-    message_id = MessageId.from_pb(last, partition=max(topic.partition, -1))
-    if message_id.entry < 0:
-        return None
-    return message_id
+    answer = frame.command.getLastMessageIdResponse
+    partition = max(topic.partition, -1)
+    last: MessageId | None = MessageId.from_pb(answer.last_message_id, partition=partition)
+    if last is not None and last.entry < 0:
+        last = None
+    mark_delete = None
+    if answer.HasField("consumer_mark_delete_position"):
+        found = MessageId.from_pb(answer.consumer_mark_delete_position, partition=partition)
+        mark_delete = found.with_batch_index(-1)
+    return last, mark_delete
 
 
 def attach_consumer(

@@ -19,6 +19,18 @@ and subscribed again at its next question, retried with backoff within the
 operation timeout as the client retries everything (:mod:`.retry`). Partitions
 no longer asked about are closed at the end of a call; :meth:`LastIds.close`
 closes everything.
+
+**Durable** (``subscription`` given): the consumers are attached to that durable
+subscription instead (Exclusive; created at the partition's earliest message if
+it does not exist yet, so that from then on the broker keeps every message it has
+not acknowledged). This is how a stream holds its data on a broker without
+retention: :meth:`LastIds.ends` answers, with each last id, the subscription's
+mark-delete position (how far it is acknowledged: the broker may delete what lies
+before it, and nothing after it), and :meth:`LastIds.acknowledge` moves it by
+cumulative ack. Consumers ask for no messages (no FLOW), so attaching one reads
+nothing; closing them leaves the subscription on the broker. A second consumer
+on the same subscription (another query using it) is refused by the broker with
+ConsumerBusy, retried until the operation timeout, then raised.
 """
 
 from __future__ import annotations
@@ -26,39 +38,62 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
 
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
-from ..protocol.errors import PulsarError
+from ..protocol.errors import PulsarError, ServerError
 from ..protocol.framing import Frame
 from ..protocol.message_id import LATEST, MessageId
 from .connection import Connection, Key, Kind
-from .consumer import attach_consumer, get_last_message_id
+from .consumer import attach_consumer, last_and_mark_delete
 from .errors import ClientError
 from .lookup import BrokerAddress, LookupService
 from .names import TopicName
 from .retry import Backoff, may_retry
 from .sub_names import fresh_name
 
-__all__ = ["LastIds"]
+__all__ = ["LastIds", "PartitionEnd"]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
+_R = TypeVar("_R")
 
 #: Threads waiting for answers at most (requests in flight at once).
 MAX_IN_FLIGHT = 64
 
 
+@dataclass(frozen=True)
+class PartitionEnd:
+    """What one GET_LAST_MESSAGE_ID told of a partition."""
+
+    #: The last message's id; None: the partition is empty.
+    last: MessageId | None
+    #: The durable subscription's mark-delete position (an entry, batch index -1;
+    #: entry -1: before its ledger's first entry); None without a durable
+    #: subscription, or when the broker does not tell it.
+    mark_delete: MessageId | None = None
+
+
 class _Probe:
-    """A non-durable consumer on one partition that only asks for its last id; it
-    goes stale when the broker closes it or the connection is lost."""
+    """A consumer on one partition that only asks for its last id (and, on a durable
+    subscription, acknowledges); it goes stale when the broker closes it or the
+    connection is lost."""
 
     def __init__(
-        self, conn: Connection, topic: TopicName, prefix: str | None, compacted: bool
+        self,
+        conn: Connection,
+        topic: TopicName,
+        prefix: str | None,
+        compacted: bool,
+        subscription: str | None = None,
     ) -> None:
         self.conn, self.topic, self.prefix, self.compacted = conn, topic, prefix, compacted
+        self.subscription = subscription
         self.stale = threading.Event()
         self.key: Key | None = None
 
@@ -71,6 +106,7 @@ class _Probe:
         self.stale.set()
 
     def attach(self) -> None:
+        durable = self.subscription is not None
         self.key = attach_consumer(
             self.conn,
             self,
@@ -78,10 +114,12 @@ class _Probe:
                 request_id,
                 consumer_id,
                 topic=str(self.topic),
-                subscription=fresh_name(self.prefix),
-                durable=False,
-                earliest=False,
-                start_message_id=LATEST,
+                subscription=self.subscription or fresh_name(self.prefix),
+                durable=durable,
+                # A new durable subscription holds everything from the first message on.
+                earliest=durable,
+                start_message_id=None if durable else LATEST,
+                consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}" if durable else None,
                 # A compacted reader's last id is the compacted view's (Apache Pulsar
                 # answers the compacted ledger's last entry when nothing follows it).
                 read_compacted=self.compacted,
@@ -92,9 +130,15 @@ class _Probe:
     def usable(self) -> bool:
         return self.key is not None and not self.stale.is_set() and not self.conn.closed
 
-    def last(self) -> MessageId | None:
+    def end(self) -> PartitionEnd:
         assert self.key is not None
-        return get_last_message_id(self.conn, self.key.ident, self.topic)
+        last, mark_delete = last_and_mark_delete(self.conn, self.key.ident, self.topic)
+        return PartitionEnd(last, mark_delete if self.subscription is not None else None)
+
+    def acknowledge(self, message_id: MessageId) -> None:
+        """ACK (Cumulative) of entry ``message_id`` on the durable subscription."""
+        assert self.key is not None and self.subscription is not None
+        self.conn.send_command(commands.ack_cumulative(self.key.ident, message_id))
 
     def close(self) -> None:
         """Detach and close the consumer on the broker; failures are only logged."""
@@ -119,11 +163,23 @@ class LastIds:
     Args:
         lookup: the client's discovery and connection pool.
         operation_timeout: how long one partition's answer, retries included, may take.
+        subscription: the durable subscription the consumers attach to (see the
+            module docstring); None: non-durable consumers, nothing left behind.
     """
 
-    def __init__(self, lookup: LookupService, *, operation_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        lookup: LookupService,
+        *,
+        operation_timeout: float = 30.0,
+        subscription: str | None = None,
+    ) -> None:
+        if subscription is not None and (not subscription or subscription.startswith("reader-")):
+            msg = f"subscription name {subscription!r} is empty or looks like a reader's"
+            raise ClientError(msg)
         self.lookup = lookup
         self.operation_timeout = operation_timeout
+        self.subscription = subscription
         self._lock = threading.Lock()
         self._probes: dict[TopicName, _Probe] = {}
         self._addresses: dict[TopicName, BrokerAddress] = {}
@@ -147,18 +203,53 @@ class LastIds:
                 AuthorizationError), or its last retriable one at the deadline;
                 the message names the partition.
         """
+        return {topic: end.last for topic, end in self.ends(topics).items()}
+
+    def ends(self, topics: Sequence[TopicName]) -> dict[TopicName, PartitionEnd]:
+        """:meth:`get`, with each partition's mark-delete position on the durable
+        subscription (see :class:`PartitionEnd`)."""
+        return self._each(topics, self._one, close_others=True)
+
+    def acknowledge(self, positions: dict[TopicName, MessageId]) -> None:
+        """Move the durable subscription of each partition past its entry in
+        ``positions`` (cumulative ack; a position before the subscription's is
+        ignored by the broker), all at once. The ack has no answer: the broker takes
+        a connection's commands in order, so the next question (:meth:`ends`) sees it.
+
+        Raises:
+            ClientError: no durable subscription was given.
+            PulsarError: as :meth:`get`.
+        """
+        if self.subscription is None:
+            msg = "acknowledging needs a durable subscription"
+            raise ClientError(msg)
+        for topic, mid in positions.items():
+            if mid.is_earliest or mid.is_latest or mid.entry < 0:
+                msg = f"cannot acknowledge {mid} on {topic}: not a message id"
+                raise ClientError(msg)
+
+        def ack(topic: TopicName, deadline: float) -> None:
+            self._retried(topic, deadline, lambda probe: probe.acknowledge(positions[topic]))
+
+        self._each(list(positions), ack, close_others=False)
+
+    def _each(
+        self, topics: Sequence[TopicName], one: Callable[[TopicName, float], _R], *,
+        close_others: bool,
+    ) -> dict[TopicName, _R]:  # fmt: skip
         if self._closed:
             msg = "the last-id probes are closed"
             raise ClientError(msg)
         wanted = list(dict.fromkeys(topics))
-        self._close_others(set(wanted))
+        if close_others:
+            self._close_others(set(wanted))
         if not wanted:
             return {}
         deadline = time.monotonic() + self.operation_timeout
         if len(wanted) == 1:
-            return {wanted[0]: self._one(wanted[0], deadline)}
+            return {wanted[0]: one(wanted[0], deadline)}
         pool = self._executor()
-        futures = [pool.submit(self._one, topic, deadline) for topic in wanted]
+        futures = [pool.submit(one, topic, deadline) for topic in wanted]
         return {topic: future.result() for topic, future in zip(wanted, futures, strict=True)}
 
     def close(self) -> None:
@@ -181,20 +272,34 @@ class LastIds:
                 self._pool = ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="last-ids")
             return self._pool
 
-    def _one(self, topic: TopicName, deadline: float) -> MessageId | None:
+    def _one(self, topic: TopicName, deadline: float) -> PartitionEnd:
+        return self._retried(topic, deadline, _Probe.end)
+
+    def _retried(self, topic: TopicName, deadline: float, call: Callable[[_Probe], _R]) -> _R:
         backoff = Backoff()
         while True:
             try:
-                return self._probe(topic).last()
+                return call(self._probe(topic))
             except PulsarError as exc:  # noqa: PERF203 (a retry loop)
                 self._forget(topic)
                 delay = backoff.next()
                 if not may_retry(exc) or time.monotonic() + delay > deadline:
                     if hasattr(exc, "add_note"):  # Python 3.11+
-                        exc.add_note(f"asking for the last message id of {topic}")
+                        exc.add_note(self._doing(topic, exc))
                     raise
                 log.info("last message id of %s: %s; again in %.1f s", topic, exc, delay)
                 time.sleep(delay)
+
+    def _doing(self, topic: TopicName, exc: PulsarError) -> str:
+        if self.subscription is None:
+            return f"asking for the last message id of {topic}"
+        note = f"on the durable subscription {self.subscription!r} of {topic}"
+        if isinstance(exc, ServerError) and exc.code == pb.ConsumerBusy:
+            note += (
+                ": another consumer holds it (is another query running with the same "
+                "subscription or checkpoint?)"
+            )
+        return note
 
     def _probe(self, topic: TopicName) -> _Probe:
         with self._lock:
@@ -209,7 +314,9 @@ class LastIds:
             address = self.lookup.lookup(topic)
         config = self.lookup.config
         conn = self.lookup.pool.for_broker(address)
-        probe = _Probe(conn, topic, config.subscription_prefix, config.read_compacted)
+        probe = _Probe(
+            conn, topic, config.subscription_prefix, config.read_compacted, self.subscription
+        )
         probe.attach()
         with self._lock:
             self.attached += 1

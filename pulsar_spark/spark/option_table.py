@@ -153,8 +153,14 @@ OPTIONS: tuple[Option, ...] = (
            "`500ms`; a bare number is milliseconds)"),
     Option("subscriptionName", ("predefinedSubscription",), STREAM_READ, v.subscription,
            "subscription_name", None,
-           "a durable subscription moved to each committed micro-batch's end (the broker's "
-           "backlog shows the query's progress); none by default"),
+           "the name of the stream's durable subscription (by default "
+           "`pulsar-spark-stream-<hex>`, fixed when the query first plans and kept in its "
+           "checkpoint)"),
+    Option("subscriptionMode", (), STREAM_READ, v.subscription_mode, "durable", "durable",
+           "`durable`: the stream holds its data on the broker with a durable subscription, "
+           "moved to each committed micro-batch's end (see [what a stream leaves on the "
+           "broker](#what-a-stream-leaves-on-the-broker)); `nonDurable`: nothing on the "
+           "broker, safe only where retention keeps the data until the stream reads it"),
     Option("subscriptionPrefix", ("pulsar.reader.subscriptionRolePrefix",), READ,
            rd.subscription_prefix, "subscription_prefix", None,
            "every subscription the connector makes is named `<prefix>-reader-<hex>` "

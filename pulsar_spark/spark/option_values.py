@@ -114,6 +114,14 @@ def subscription(name: str, value: str) -> str:
     return found
 
 
+def subscription_mode(name: str, value: str) -> bool:
+    """``durable`` (True) or ``nonDurable`` (False), any case."""
+    found = {"durable": True, "nondurable": False}.get(value.strip().lower())
+    if found is None:
+        raise PulsarOptionError(name, f"expected durable or nonDurable, got {value!r}")
+    return found
+
+
 # -- service and topics ----------------------------------------------------------------
 
 

@@ -99,6 +99,7 @@ class PulsarOptions:
     min_records_per_trigger: int | None
     max_trigger_delay_ms: int
     subscription_name: str | None
+    durable: bool
     receiver_queue_size: int
     read_buffer_bytes: int
     chunk_expiry: float
@@ -266,6 +267,9 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
         and ((end.time_ms or 0) < (start.time_ms or 0))
     ):
         raise PulsarOptionError(option="endingTime", message="is before startingTime")
+    if values["subscriptionMode"] is False and values["subscriptionName"] is not None:
+        msg = "names a durable subscription: leave it out for subscriptionMode=nonDurable"
+        raise PulsarOptionError(option="subscriptionName", message=msg)
     fields = {o.field: values[o.name] for o in OPTIONS if o.field is not None}
     check_key_store_options(given, cast("str | None", values[_PLUGIN]))
     fields["auth"] = auth_spec(

@@ -15,6 +15,12 @@ position               the next micro-batch reads
 ``from:L:E:P:B``       from message ``L:E:P:B`` on, that one included
 =====================  ===================================================
 
+Beside the positions, the key ``subscription`` (never a topic's name, which has
+``://``) names the durable subscription that holds the stream's data on the
+broker (:mod:`~pulsar_spark.spark.stream_subscription`), so that a query restarted
+from its checkpoint finds it again. Offsets without it (written before streams
+held subscriptions, or with ``subscriptionMode=nonDurable``) read as before.
+
 These are the text forms of :class:`~pulsar_spark.protocol.position.Position`,
 so checkpoints written by earlier versions of the connector read back as they
 were. :func:`parse_offsets` is the one place they are parsed (Spark hands the
@@ -32,6 +38,7 @@ from .errors import CheckpointOffsetError
 
 __all__ = [
     "EARLIEST",
+    "SUBSCRIPTION_KEY",
     "Offsets",
     "after_entry",
     "dump_offsets",
@@ -39,12 +46,15 @@ __all__ = [
     "parse_offset",
     "parse_offsets",
     "reaches",
+    "subscription_in",
 ]
 
 #: Positions per partition, as the stream reader works with them.
 Offsets = dict[str, Position]
 
 EARLIEST = Position.earliest()
+#: The key of the stream's durable subscription in an offset.
+SUBSCRIPTION_KEY = "subscription"
 _KINDS = ("earliest", "after", "from")
 
 
@@ -72,13 +82,39 @@ def parse_offset(text: object, topic: str) -> Position:
 
 
 def parse_offsets(offset: Mapping[str, object] | None) -> Offsets:
-    """An offset as Spark hands it over (parsed JSON), as positions per partition."""
-    return {topic: parse_offset(text, topic) for topic, text in (offset or {}).items()}
+    """An offset as Spark hands it over (parsed JSON), as positions per partition
+    (its subscription is :func:`subscription_in`'s)."""
+    return {
+        topic: parse_offset(text, topic)
+        for topic, text in (offset or {}).items()
+        if topic != SUBSCRIPTION_KEY
+    }
 
 
-def dump_offsets(positions: Mapping[str, Position]) -> dict[str, str]:
-    """Positions per partition as the offset Spark writes to the checkpoint."""
-    return {topic: str(position) for topic, position in positions.items()}
+def subscription_in(offset: Mapping[str, object] | None) -> str | None:
+    """The durable subscription an offset names; None when it names none.
+
+    Raises:
+        CheckpointOffsetError: a subscription that is not a non-empty string.
+    """
+    name = (offset or {}).get(SUBSCRIPTION_KEY)
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name:
+        msg = f"the subscription {name!r} in the checkpoint's offset is not a name"
+        raise CheckpointOffsetError(msg)
+    return name
+
+
+def dump_offsets(
+    positions: Mapping[str, Position], subscription: str | None = None
+) -> dict[str, str]:
+    """Positions per partition (and the durable subscription holding them, when
+    there is one) as the offset Spark writes to the checkpoint."""
+    offset = {topic: str(position) for topic, position in positions.items()}
+    if subscription is not None:
+        offset[SUBSCRIPTION_KEY] = subscription
+    return offset
 
 
 def order_key(position: Position) -> tuple[int, int, int]:

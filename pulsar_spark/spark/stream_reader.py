@@ -4,20 +4,23 @@ Offsets hold one position per topic partition (see
 :mod:`~pulsar_spark.spark.stream_offsets`). A micro-batch reads, per
 partition, from its start position to its end position (always
 ``after:...``), both fixed when Spark plans it, so a batch re-run from the
-checkpoint reads exactly the same messages: exactly-once reads. Every read
-uses a non-durable subscription; nothing durable exists on the broker unless
-``subscriptionName`` is set, in which case :meth:`commit` moves that durable
-subscription to the committed end by cumulative ack (its backlog then shows
-the query's progress).
+checkpoint reads exactly the same messages: exactly-once reads. Tasks read
+through non-durable subscriptions; what keeps their data on the broker is the
+query's durable subscription (:mod:`~pulsar_spark.spark.stream_subscription`),
+made when the query first plans, checked at every trigger and moved to each
+committed end by :meth:`commit` (``subscriptionMode=nonDurable``: none).
 
 Each trigger lists the topics again (``topicsPattern``) and their partitions,
 so new topics and partitions join the stream, from their earliest message.
 Data loss (``failOnDataLoss``: fail; else a warning): a partition that
 vanished (a deleted topic); one now empty or ending before the stream's
-position (deleted and created again, truncated: read again from its start);
-a micro-batch whose start entry is gone, unless the entry planning saw after
-it, in a later ledger, is still there (retention removed the start's ledger
-only: the micro-batch reads from that entry).
+position while the subscription no longer holds that position (deleted and
+created again, truncated: read again from its start); a micro-batch whose
+start entry is gone, unless the entry after it is still there and known to
+follow it (the subscription holds the position, or planning saw that entry
+after it in a later ledger: retention removed the start's ledger once read,
+and the micro-batch reads from that entry). A partition the subscription
+holds that retention emptied after the stream read it is not a loss.
 
 Admission control (Spark 4.2+, :mod:`~pulsar_spark.spark.stream_admission`):
 ``maxRecordsPerTrigger`` and ``maxBytesPerTrigger`` bound a micro-batch, shared
@@ -40,9 +43,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..client import PulsarClient
-from ..client.last_ids import LastIds
+from ..client.last_ids import LastIds, PartitionEnd
 from ..client.names import parse_topic
-from ..client.reader_session import first_entry
 from ..client.sized_scan import SizedRef, scan_sizes
 from ..protocol.message_id import MessageId
 from ..protocol.position import Position
@@ -71,7 +73,9 @@ from .stream_offsets import (
     dump_offsets,
     order_key,
     parse_offsets,
+    subscription_in,
 )
+from .stream_subscription import StreamSubscription, holds, new_name
 
 __all__ = ["PulsarStreamPartition", "PulsarStreamReader"]
 
@@ -103,8 +107,16 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target = arrow_for(schema)
         self._checked = read.unplanned is None
         self._client: PulsarClient | None = None
-        #: Consumers kept per partition between triggers, for their last ids.
+        #: Consumers kept per partition between triggers, for their last ids
+        #: (non-durable; durable ones are the subscription's).
         self._last_ids: LastIds | None = None
+        #: The name of the stream's durable subscription, once known (None:
+        #: ``subscriptionMode=nonDurable``, or not known yet).
+        self.subscription_name: str | None = None
+        self._subscription: StreamSubscription | None = None
+        #: Partitions whose position the subscription held at the last trigger.
+        self._held: set[str] = set()
+        self._warned_left = False
         #: Latest positions found by the last latestOffset(), for progress reports.
         self._latest: Offsets | None = None
         #: What reportLatestOffset() gives: the latest positions and the lag.
@@ -127,20 +139,103 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._client = open_client(self.options)
         return self._client
 
-    def last_ids(self, topics: list[str]) -> dict[str, MessageId | None]:
-        """The last message id of each partition (None: empty), asked all at once
-        through the consumers kept between triggers (:class:`~..client.last_ids.LastIds`)."""
+    def ends(self, topics: list[str]) -> dict[str, PartitionEnd]:
+        """The last message id of each partition (None: empty) and the durable
+        subscription's mark-delete position there, asked all at once through the
+        consumers kept between triggers: the subscription's once its name is known
+        (which makes it where it is missing), else non-durable ones."""
+        subscription = self._durable()
+        if subscription is not None:
+            return subscription.ends(topics)
         if self._last_ids is None:
-            client = self.client
-            self._last_ids = LastIds(client._lookup, operation_timeout=client.operation_timeout)
+            self._last_ids = self.client.last_ids()
         names = [parse_topic(topic) for topic in topics]
-        found = self._last_ids.get(names)
+        found = self._last_ids.ends(names)
         return {topic: found[name] for topic, name in zip(topics, names, strict=True)}
+
+    @property
+    def consumers_attached(self) -> int:
+        """Consumers the triggers have attached so far to ask for last ids (durable or
+        not): one per partition, unless failures made them attach again."""
+        kept = self._subscription if self._subscription is not None else self._last_ids
+        return 0 if kept is None else kept.attached
+
+    def last_ids(self, topics: list[str]) -> dict[str, MessageId | None]:
+        """The last message id of each partition (None: empty), see :meth:`ends`."""
+        return {topic: end.last for topic, end in self.ends(topics).items()}
+
+    def _durable(self) -> StreamSubscription | None:
+        if self.subscription_name is None:
+            return None
+        if self._subscription is None:
+            if self._last_ids is not None:  # non-durable ones, from before the name was known
+                self._last_ids.close()
+                self._last_ids = None
+            self._subscription = StreamSubscription(self.client, self.subscription_name)
+        return self._subscription
+
+    def _learn(self, offset: dict[str, str] | None, positions: Offsets) -> None:
+        """Take the subscription's name from an offset Spark hands over (a restart), or
+        name one and place it at ``positions`` when the offset names none (a checkpoint
+        of an older version): the subscription then holds the stream's data."""
+        if self.subscription_name is not None or self._warned_left:
+            return
+        found = subscription_in(offset)
+        if not self.options.durable:
+            if found is not None:
+                self._warned_left = True
+                log.warning(
+                    "subscriptionMode=nonDurable, but the checkpoint's durable subscription "
+                    "%r stays on the broker, keeping unread messages, until it is dropped "
+                    "(pulsar_spark.spark.stream_subscription.drop_subscription)",
+                    found,
+                )
+            return
+        wanted = self.options.subscription_name
+        if found is not None and wanted is not None and found != wanted:
+            log.warning(
+                "the checkpoint's durable subscription is %r, subscriptionName says %r: "
+                "using %r from now on; %r stays on the broker, keeping unread messages, "
+                "until it is dropped (pulsar_spark.spark.stream_subscription.drop_subscription)",
+                *(found, wanted, wanted, found),
+            )
+        if wanted is not None or found is None:
+            self._start_subscription(wanted or new_name(self.options.subscription_prefix))
+            self._place(positions)
+        else:
+            self._start_subscription(found)
+
+    def _start_subscription(self, name: str) -> None:
+        self.subscription_name = name
+        log.info(
+            "the stream holds its data on the broker with the durable subscription %r; "
+            "stopped for good, drop it (pulsar_spark.spark.stream_subscription."
+            "drop_subscription) or it keeps unread messages",
+            name,
+        )
+
+    def _place(self, positions: Offsets) -> None:
+        """Make the subscription on ``positions``' partitions and move it to them."""
+        subscription = self._durable()
+        if subscription is None or not positions:
+            return
+        ends = subscription.ends(list(positions))  # made at the earliest message where new
+        subscription.move(positions)
+        for topic, end in ends.items():
+            if end.mark_delete is not None and not holds(end.mark_delete, positions[topic]):
+                log.warning(
+                    "%s: the durable subscription %r is already past the stream's position "
+                    "%s (at %s): messages between may be gone",
+                    *(topic, self.subscription_name, positions[topic], end.mark_delete),
+                )
 
     def stop(self) -> None:
         if self._last_ids is not None:
             self._last_ids.close()
             self._last_ids = None
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -149,16 +244,26 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, str]:
         """Where a new query starts: ``startingOffsets`` / ``startingTime`` per
-        partition (``latest`` by default for streams), resolved now."""
+        partition (``latest`` by default for streams), resolved now; the durable
+        subscription is made there before anything can be deleted."""
         client = self.client
+        if self.options.durable and self.subscription_name is None:
+            name = self.options.subscription_name
+            self._start_subscription(name or new_name(self.options.subscription_prefix))
         offsets = {
             part.topic: self._resolve_time(client, part.topic, part.start)
             for part in plan_ranges(client, self.options)
         }
-        latest = [topic for topic, start in offsets.items() if start.kind == "latest"]
-        for topic, last in self.last_ids(latest).items():
-            offsets[topic] = EARLIEST if last is None else after_entry(last)
-        return dump_offsets(offsets)
+        # Every partition is asked (durable: the subscription is made on each, at
+        # its earliest message, holding from now on what the start resolves to).
+        for topic, end in self.ends(list(offsets)).items():
+            if offsets[topic].kind == "latest":
+                offsets[topic] = EARLIEST if end.last is None else after_entry(end.last)
+        self._place(offsets)
+        return self._dump(offsets)
+
+    def _dump(self, positions: Offsets) -> dict[str, str]:
+        return dump_offsets(positions, self.subscription_name)
 
     def _resolve_time(self, client: PulsarClient, topic: str, start: Position) -> Position:
         if start.kind == "time":
@@ -179,11 +284,17 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _latest_positions(self, start: Offsets) -> Offsets:
         latest = {}
-        for topic, last in self.last_ids(self._discover()).items():
-            current = start.get(topic, EARLIEST)
+        held = set()
+        for topic, end in self.ends(self._discover()).items():
+            last, current = end.last, start.get(topic, EARLIEST)
+            if holds(end.mark_delete, current):
+                held.add(topic)
             if current.kind == "after" and (  # a position the stream reached
                 last is None or order_key(after_entry(last)) < order_key(current)
             ):
+                if topic in held:  # retention removed what the stream had read: no loss
+                    latest[topic] = current
+                    continue
                 now = "is empty" if last is None else f"ends at {last}"
                 lost(
                     self.options,
@@ -194,8 +305,9 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 )
                 current = EARLIEST
             # The last entry is read whole: the position is entry-level.
-            end = None if last is None else after_entry(last)
-            latest[topic] = end if end and order_key(end) > order_key(current) else current
+            stop = None if last is None else after_entry(last)
+            latest[topic] = stop if stop and order_key(stop) > order_key(current) else current
+        self._held = held
         for topic, position in start.items():
             if topic not in latest:
                 lost(
@@ -232,18 +344,20 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if limit is not None and not isinstance(limit, ReadAllAvailable):
             if self._gate is not None and self._target is None and self._hold(here, latest):
                 self._report_lag(here, here, latest, None)
-                return dump_offsets(start)  # as given: Spark sees no new data
+                return self._dump(start)  # as given: Spark sees no new data
             if self.limits.bounded:
                 ends, taken = admit(
                     self._scan_sizes, start, latest, self.limits.max_rows, self.limits.max_bytes
                 )
         self._report_lag(here, ends, latest, taken)
-        return dump_offsets(ends)
+        return self._dump(ends)
 
     if ADMISSION_CONTROL:
 
         def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
-            return self._latest_offset(parse_offsets(start), limit)
+            positions = parse_offsets(start)
+            self._learn(start, positions)
+            return self._latest_offset(positions, limit)
 
     else:  # pragma: no cover - Spark 4.0/4.1 call latestOffset() with no arguments
 
@@ -275,7 +389,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 backlog.moved(topic, here[topic], ends[topic], taken[topic])
             behind[topic] = backlog.behind(topic, ends[topic], there, limit)
         report = lag_report(behind)
-        self._report = {**dump_offsets(latest), "lag": report}
+        self._report = {**self._dump(latest), "lag": report}
         if any(ends[topic] != here[topic] for topic in ends):  # once per micro-batch
             log_lag(report, here, ends)
 
@@ -301,6 +415,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             check_unplanned(self.client, self.options, self.read_schema)
             self._checked = True
         first, last = parse_offsets(start), parse_offsets(end)
+        self._learn(start, first)
         return [
             PulsarStreamPartition(
                 topic,
@@ -309,26 +424,30 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._successor(topic, first.get(topic, EARLIEST), last[topic]),
             )
             for topic in sorted(last)
-            if first.get(topic, EARLIEST) != last[topic]
+            # An end at ``earliest``: the partition was found deleted (or emptied) and is
+            # read again from its start (failOnDataLoss=false): nothing to read yet.
+            if first.get(topic, EARLIEST) != last[topic] and last[topic].kind == "after"
         ]
 
     def _successor(self, topic: str, start: Position, end: Position) -> Position | None:
         """The entry after the one ``start`` follows, when it lies in a later ledger
-        (the micro-batch crosses ledgers: the start's may be removed before it is
-        read); None when the start entry is gone already or there is none."""
+        (the start's ledger may be removed before it is read, or is already): found
+        while the start's entry is still there, or, when the subscription holds the
+        start (everything after it is kept), whatever entry comes first after it;
+        None otherwise, or when the micro-batch stays in the start's ledger."""
         mid, stop = start.message_id, end.message_id
         if start.kind != "after" or mid is None or stop is None or stop.ledger == mid.ledger:
             return None
-        lookup, name = self.client._lookup, parse_topic(topic)  # entries, not messages
-        held = MessageId(mid.ledger, mid.entry, mid.partition, -1)
-        found = first_entry(lookup, name, held, operation_timeout=self.client.operation_timeout)
-        if found is None or found[0].ledger != mid.ledger:
+        client = self.client  # entries, not messages
+        found = client.first_entry_at(topic, mid.with_batch_index(-1))
+        if found is None:
             return None
-        nxt = MessageId(mid.ledger, mid.entry + 1, mid.partition, -1)
-        found = first_entry(lookup, name, nxt, operation_timeout=self.client.operation_timeout)
-        if found is None or found[0].ledger == mid.ledger:
+        if found.ledger != mid.ledger:  # the start's ledger is gone
+            return Position.at(found) if topic in self._held else None
+        found = client.first_entry_at(topic, MessageId(mid.ledger, mid.entry + 1, mid.partition))
+        if found is None or found.ledger == mid.ledger:
             return None  # the start's ledger goes on: nothing to fall back on
-        return Position.at(found[0])
+        return Position.at(found)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PulsarStreamPartition)
@@ -354,16 +473,10 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
 
     def commit(self, end: dict[str, str]) -> None:
-        """Move the durable ``subscriptionName`` (when given) to ``end``."""
-        name = self.options.subscription_name
-        if name is None:
-            return
-        for topic, position in parse_offsets(end).items():
-            mid = position.message_id
-            if position.kind != "after" or mid is None:
-                continue
-            if mid.batch_index >= 0:  # inside an entry: only the entries before are done
-                if mid.entry == 0:
-                    continue
-                mid = MessageId(mid.ledger, mid.entry - 1, mid.partition, -1)
-            self.client.acknowledge_cumulative(topic, name, mid)
+        """Move the durable subscription to ``end``: the sink has everything before it,
+        so the broker may delete it."""
+        positions = parse_offsets(end)
+        self._learn(end, positions)
+        subscription = self._durable()
+        if subscription is not None:
+            subscription.move(positions)

@@ -4,6 +4,8 @@ kept for the next ones, and closed by ``stop()``; partitions count once per topi
 
 from __future__ import annotations
 
+import pytest
+
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.spark.options import parse_options
@@ -20,11 +22,14 @@ def _stream(url: str, **options: str) -> PulsarStreamReader:
     return PulsarStreamReader(parsed.for_stream_read(), read, spark_schema(ROW_SCHEMA))
 
 
-def test_triggers_keep_their_consumers_and_stop_closes_them(apache_pulsar, topic_name) -> None:
+@pytest.mark.parametrize("mode", ["durable", "nonDurable"])
+def test_triggers_keep_their_consumers_and_stop_closes_them(
+    apache_pulsar, topic_name, mode
+) -> None:
     admin, url = apache_pulsar.admin, apache_pulsar.service_url
     admin.create_partitioned_topic(topic_name, 3)
     produce(url, topic_name, [b"a%d" % i for i in range(30)], batching_max_messages=4)
-    reader = _stream(url, topic=topic_name, startingOffsets="latest")
+    reader = _stream(url, topic=topic_name, startingOffsets="latest", subscriptionMode=mode)
     partitions = [f"{topic_name}-partition-{i}" for i in range(3)]
     try:
         start = reader.initialOffset()  # "latest": the last ids, asked at once
@@ -39,12 +44,19 @@ def test_triggers_keep_their_consumers_and_stop_closes_them(apache_pulsar, topic
                 for p in partitions:
                     last = client.get_last_message_id(p)
                     assert parse_offsets(latest)[p] == after_entry(last)
-        assert reader._last_ids is not None
-        assert reader._last_ids.attached == 3  # subscribed once per partition
-        for p in partitions:  # one non-durable subscription each, kept between triggers
-            assert len(admin.stats(p)["subscriptions"]) == 1
+        assert reader.consumers_attached == 3  # subscribed once per partition
+        for p in partitions:  # one subscription each, kept between triggers
+            subscriptions = admin.stats(p)["subscriptions"]
+            assert len(subscriptions) == 1
+            if mode == "durable":
+                assert list(subscriptions) == [reader.subscription_name]
     finally:
         reader.stop()
-    assert reader._last_ids is None
+    assert reader.consumers_attached == 0
     for p in partitions:
-        assert admin.stats(p)["subscriptions"] == {}
+        subscriptions = admin.stats(p)["subscriptions"]
+        if mode == "durable":  # the durable subscription stays, with no consumer
+            assert list(subscriptions) == [reader.subscription_name]
+            assert subscriptions[reader.subscription_name]["consumers"] == []
+        else:
+            assert subscriptions == {}
