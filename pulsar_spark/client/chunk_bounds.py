@@ -7,6 +7,25 @@ remaining chunks (and only those), up to the reader's ``CHUNK_WAIT`` seconds
 after the last chunk came, and the next range, which starts after its first
 chunks, drops the rest as begun before it.
 
+A message begun in the range that is still incomplete when the read is over
+(no further chunk came for ``CHUNK_WAIT`` s: the producer stopped mid-message,
+or its remaining chunks were removed; or the topic was terminated before its
+last chunk) is data lost from the read, given as an :class:`IncompleteChunked`
+(topic, uuid, first chunk's id, cause):
+
+* when the user chose dropping (``drop_incomplete``, the Java consumer's
+  ``autoAckOldestChunkedMessageOnQueueFull``), it is dropped with a WARNING;
+* else, to the read's ``report`` (:data:`ChunkLossReport`, as the reader's
+  ``missing_start`` gets lost entries, :mod:`.read_gaps`), which may raise to
+  fail the read (Spark: ``DataLossError`` with ``failOnDataLoss``) or return
+  to skip it (then it says so itself; :func:`skip_incomplete` logs a WARNING);
+* else the read fails with :class:`~..protocol.errors.ChunkError` naming it:
+  a read given no report never drops a message quietly.
+
+Id scans that plan reads (the stream's admission control, time lookups) skip
+such a message with a WARNING (:func:`skip_incomplete`): the read that delivers
+the range reports it.
+
 An incomplete message is bounded by count, by bytes and by age
 (:class:`~.chunk_limits.ChunkLimits`, from the client's configuration): beyond any
 bound the read fails naming the message and its first chunk, or, when the user
@@ -25,19 +44,53 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..protocol import PulsarApi_pb2 as pb
 from ..protocol.chunks import ChunkAssembler, ChunkedMessage, is_chunk
 from ..protocol.encryption_fields import open_chunk
 from ..protocol.errors import ChunkError
+from ..protocol.message_id import MessageId
 from .chunk_limits import ChunkLimits
 from .names import TopicName
 
 if TYPE_CHECKING:
     from ..protocol.encryption import Decryptor
 
-__all__ = ["ChunkBounds"]
+__all__ = ["ChunkBounds", "ChunkLossReport", "IncompleteChunked", "skip_incomplete"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class IncompleteChunked:
+    """A chunked message begun in a read's range that the read gives up on: lost data."""
+
+    #: The topic (partition) read.
+    topic: str
+    #: The message's uuid (its producer's name and sequence id).
+    uuid: str
+    #: The id of its first chunk's entry (batch index -1).
+    first_chunk: MessageId
+    #: Why it will not be completed ("no further chunk came for 60 s", ...).
+    cause: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.topic}: chunked message {self.uuid!r} (first chunk {self.first_chunk}) "
+            f"is incomplete: {self.cause}"
+        )
+
+
+#: Called with each chunked message the read gives up on (see the module docstring):
+#: it may raise to fail the read; when it returns, the message is skipped.
+ChunkLossReport = Callable[[IncompleteChunked], None]
+
+
+def skip_incomplete(lost: IncompleteChunked) -> None:
+    """A :data:`ChunkLossReport` that skips the message with a WARNING naming it."""
+    _log.warning("%s; skipped, the read goes on without it", lost)
 
 
 class _Reader(Protocol):
@@ -54,6 +107,8 @@ class ChunkBounds:
             use, so that a test may change it on the class) and its client's
             ``chunk_limits`` (``reader.lookup.config``; the defaults without one).
         log: where warnings about dropped messages go.
+        report: told of each message begun in the range that stays incomplete
+            (see the module docstring); None: the read fails naming it.
         max_bytes: most bytes the messages being put together may hold (a part
             of the read's budget); beyond it the read fails, naming the message.
         drop_incomplete: beyond the bounds (count, bytes, age), drop the oldest
@@ -75,6 +130,7 @@ class ChunkBounds:
         decrypt: Decryptor | None = None,
         limits: ChunkLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        report: ChunkLossReport | None = None,
     ) -> None:
         if limits is None:
             config = getattr(getattr(reader, "lookup", None), "config", None)
@@ -83,6 +139,7 @@ class ChunkBounds:
         self._reader = reader
         self.decrypt = decrypt
         self._log = log
+        self._report = report
         self._drop = drop_incomplete or limits.drop_incomplete
         self._assembler = ChunkAssembler(
             max_pending=limits.max_pending, max_bytes=max_bytes, make_room=self._drop
@@ -203,35 +260,55 @@ class ChunkBounds:
 
     def past_end_done(self) -> bool:
         """An entry past the end came: whether the read is over (see :meth:`_over`)."""
-        return self._over("no further chunk came for {wait:.0f} s")
+        return self._over()
 
     def nothing_to_wait_for(self) -> bool:
         """The broker has nothing more: whether the read is over (see :meth:`_over`)."""
-        return self._over("no further chunk was published for {waited:.0f} s")
+        return self._over()
 
-    def _over(self, why: str) -> bool:
+    def _over(self) -> bool:
         """True when no message begun in the range waits for chunks, or when the wait
-        for them is over (they are dropped, saying ``why``): chunks still to come are
-        waited for as long as a Pulsar consumer keeps an incomplete chunked message."""
+        for them is over (they are given up on, see :meth:`give_up`): chunks still to
+        come are waited for as long as a Pulsar consumer keeps an incomplete chunked
+        message."""
         if not self._assembler.pending:
             return True
         wait = self._reader.CHUNK_WAIT
-        waited = self._clock() - self._chunk_at
-        if waited <= wait:
+        quiet = self._clock() - self._chunk_at
+        if quiet <= wait:
             return False
-        self.drop_incomplete(why.format(wait=wait, waited=waited))
+        self.give_up(
+            f"no further chunk came for {quiet:.1f} s (say, the producer stopped "
+            "mid-message, or the remaining chunks were removed)"
+        )
         return True
 
-    def drop_incomplete(self, why: str) -> None:
-        """Give up on chunked messages that will not be completed, loudly."""
-        for name, (ledger, entry_id) in self._assembler.incomplete():
-            self._log.warning(
-                "%s: dropping chunked message %r (first chunk %d:%d): %s",
-                self._reader.topic,
-                name,
-                ledger,
-                entry_id,
-                why,
-            )
+    def give_up(self, why: str) -> None:
+        """Give up on the chunked messages begun in the read, which will not be
+        completed: each is dropped with a WARNING when dropping was chosen, else
+        given to the read's report, else the read fails naming it.
+
+        Raises:
+            ChunkError: naming the first such message, when the read has no report.
+        """
+        reader = self._reader
+        incomplete = self._assembler.incomplete()
         self._assembler.clear()
         self._began.clear()
+        for uuid, (ledger, entry_id) in incomplete:
+            first = MessageId(ledger, entry_id, reader.partition, -1)
+            lost = IncompleteChunked(str(reader.topic), uuid, first, why)
+            if self._drop:
+                self._log.warning(
+                    "%s: dropping chunked message %r (first chunk %s): %s",
+                    *(reader.topic, uuid, first, why),
+                )
+            elif self._report is not None:
+                self._report(lost)
+            else:
+                msg = (
+                    f"{lost}. The read was given no chunk loss report to skip it "
+                    "(chunk_loss), nor chose to drop incomplete chunked messages "
+                    "(ChunkLimits(drop_incomplete=True))"
+                )
+                raise ChunkError(msg, message_id=str(first))

@@ -7,6 +7,7 @@ import contextlib
 
 from ..protocol.message_id import EARLIEST, MessageId
 from .bounds import Bound
+from .chunk_bounds import skip_incomplete
 from .lookup import LookupService
 from .names import TopicName
 
@@ -24,7 +25,8 @@ def message_id_at_time(
     range that ends at the id given here must not hold its first chunks. The scan
     gives messages as they complete, so a message completed first (a plain one
     between the chunks) may come after one begun earlier: the answer is the entry
-    of the first message begun.
+    of the first message begun. One never completed is skipped with a WARNING
+    (:func:`~.chunk_bounds.skip_incomplete`).
     """
     from .reader import PartitionReader  # here: reader imports this module
 
@@ -34,6 +36,7 @@ def message_id_at_time(
         start=Bound(EARLIEST, True, publish_time),
         receiver_queue_size=100,
         operation_timeout=operation_timeout,
+        chunk_loss=skip_incomplete,
     )
     with contextlib.closing(reader.ids(limit=1)) as refs:
         found = next(refs, None)

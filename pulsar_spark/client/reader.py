@@ -23,8 +23,9 @@ On a lost connection, CLOSE_CONSUMER or TOPIC_MIGRATED the reader looks the
 topic up again and re-subscribes from the last entry it processed
 (exclusive), with backoff bounded by the operation timeout (:mod:`.retry`):
 no message is lost and none is delivered twice. Chunked messages across the
-read's end are handled by :class:`~.chunk_bounds.ChunkBounds`, entries lost (a
-ledger removed, a topic deleted and created again) by :class:`~.read_gaps.GapWatch`.
+read's end, completed or lost, are handled by :class:`~.chunk_bounds.ChunkBounds`,
+entries lost (a ledger removed, a topic deleted and created again) by
+:class:`~.read_gaps.GapWatch`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from ..protocol.framing import Frame
 from ..protocol.message_id import MessageId, to_signed64
 from ..protocol.schema_info import SchemaInfo
 from .bounds import FROM_EARLIEST, TO_LATEST, Bound
-from .chunk_bounds import ChunkBounds
+from .chunk_bounds import ChunkBounds, ChunkLossReport
 from .crypto_keys import make_decryptor
 from .errors import OperationTimeout
 from .lookup import LookupService
@@ -81,18 +82,16 @@ class PartitionReader(ReaderSession):
             ``buffer_bytes``).
         buffer_bytes: bytes the read holds at most (in flight, queued, chunked
             messages being put together, rows being built); None: the client's.
-            Chunked messages being put together may take half of it: beyond,
-            the read fails naming the message (:class:`~.chunk_bounds.ChunkBounds`),
-            or, with ``drop_incomplete_chunks``, drops the oldest with a WARNING.
+        drop_incomplete_chunks, chunk_loss: what becomes of incomplete chunked
+            messages (beyond half of ``buffer_bytes``, or never completed): see
+            :class:`~.chunk_bounds.ChunkBounds` (its ``drop_incomplete``, ``report``).
         decrypt: decrypts end-to-end encrypted messages (and chunks), or applies
             its crypto failure action; without it they fail the read, named.
         idle_timeout: seconds without data before checking whether the end
             was already passed (it may be a marker the broker never sends).
-        missing_start: called with (held, next) when entries the read should
-            deliver are gone (retention, truncation, a topic deleted and created
-            again): those after ``held`` (the start, or the last entry read) and
-            before ``next``. It may raise to fail the read; without it a WARNING
-            names them (:mod:`.read_gaps`).
+        missing_start: called with (held, next) when the entries after ``held`` and
+            before ``next`` are gone (retention, truncation, ...: :mod:`.read_gaps`).
+            It may raise to fail the read; without it a WARNING names them.
     """
 
     #: Seconds with nothing moving, while the broker has more, before re-subscribing.
@@ -118,6 +117,7 @@ class PartitionReader(ReaderSession):
         buffer_bytes: int | None = None,
         drop_incomplete_chunks: bool = False,
         decrypt: Decryptor | None = None,
+        chunk_loss: ChunkLossReport | None = None,
     ) -> None:
         super().__init__(
             lookup,
@@ -139,7 +139,7 @@ class PartitionReader(ReaderSession):
         self._batch_bytes = min(batch_bytes, self.buffer_bytes // 4)
         self._chunks = ChunkBounds(
             self, log, max_bytes=self.buffer_bytes // 2, drop_incomplete=drop_incomplete_chunks,
-            decrypt=decrypt,
+            decrypt=decrypt, report=chunk_loss,
         )  # fmt: skip
         self._sink: ArrowSink | IdSink | None = None
         self.end_of_topic = False
@@ -242,7 +242,7 @@ class PartitionReader(ReaderSession):
                     self._top_up()
             elif kind == T.REACHED_END_OF_TOPIC:
                 self.end_of_topic = True
-                self._chunks.drop_incomplete("the topic was terminated before its last chunk")
+                self._chunks.give_up("the topic was terminated before its last chunk")
                 break
             elif kind in (T.CLOSE_CONSUMER, T.TOPIC_MIGRATED):
                 self._reconnect(frame.type_name)

@@ -37,6 +37,7 @@ from ..protocol.encryption_fields import TAG_SIZE
 from ..protocol.entry import Entry
 from ..protocol.message_id import MessageId
 from .bounds import BoundLike, end_bound, start_bound
+from .chunk_bounds import skip_incomplete
 from .reader import PartitionReader
 from .sinks import Delivered, IdSink, Pick
 
@@ -144,7 +145,9 @@ def scan_reader(
 ) -> PartitionReader:
     """The reader of an id scan, sized (:func:`scan_sizes`) or not
     (:meth:`~.client.PulsarClient.scan_ids`): ``topic`` one partition, the consumer's
-    window ``receiver_queue_size`` (by default ``limit``, at most 1000)."""
+    window ``receiver_queue_size`` (by default ``limit``, at most 1000). A chunked message
+    begun in the range and never completed is skipped with a WARNING
+    (:func:`~.chunk_bounds.skip_incomplete`): a scan plans reads, the read reports it."""
     name = client._one_partition(topic, "scan")
     if receiver_queue_size is None:
         receiver_queue_size = 1000 if limit is None else min(max(limit, 1), 1000)
@@ -155,6 +158,7 @@ def scan_reader(
         end=end_bound(end),
         receiver_queue_size=receiver_queue_size,
         operation_timeout=client.operation_timeout,
+        chunk_loss=skip_incomplete,
     )
 
 

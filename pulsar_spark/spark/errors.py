@@ -11,7 +11,9 @@
                                          into the query's schema (a stream: restart it)
     +-- PulsarWriteError            no   a DataFrame the sink cannot write as it is
     +-- CheckpointOffsetError       no   a stream offset in the checkpoint that does not parse
-    +-- DataLossError               no   a read that cannot start where it was asked to
+    +-- DataLossError               no   messages of a read's range lost: its start gone,
+                                         entries removed under it, a chunked message
+                                         begun in it never completed (failOnDataLoss)
     +-- SparkVersionError           no   a feature that needs a newer Spark
     +-- StreamWriteError            no   the stream writer outside a streaming task, or
                                          past what sequence ids can encode
@@ -75,7 +77,9 @@ class CheckpointOffsetError(PulsarError, ValueError):
 
 
 class DataLossError(PulsarError, RuntimeError):
-    """A read could not start where it was asked to (with ``failOnDataLoss=true``)."""
+    """Messages of a read's range are lost: it could not start where it was asked to,
+    entries were removed under it, or a chunked message begun in it never completed
+    (with ``failOnDataLoss=true``)."""
 
 
 class SparkVersionError(PulsarError, RuntimeError):

@@ -22,7 +22,14 @@ read keeps one task per partition). Start times stay times (a seek gives the sam
 whenever it runs).
 
 Splitting a range for ``minPartitions`` is :mod:`.splits`'s.
-:func:`read_positions` is the one place a position reaches the client.
+:func:`read_positions` is the one place a position reaches the client, and
+where a chunked message begun in the range that never completes (no further
+chunk came for the reader's ``CHUNK_WAIT``, or the topic was terminated) is
+data loss (:func:`chunk_lost`), for batch reads and micro-batches alike: with
+``failOnDataLoss`` the task fails with :class:`DataLossError` naming it;
+without, a WARNING says what was skipped and the read goes on. The user's
+choice to drop incomplete chunked messages
+(``autoAckOldestChunkedMessageOnQueueFull``) drops them with a WARNING.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 
 from ..client import PulsarClient
+from ..client.chunk_bounds import IncompleteChunked
 from ..client.errors import ClientError, OperationTimeout
 from ..client.read_end import beyond
 from ..protocol.message_id import MessageId
@@ -46,6 +54,7 @@ from .options import OffsetSpec, PulsarOptions, pattern_parts
 
 __all__ = [
     "DataLossError",
+    "chunk_lost",
     "PartitionRange",
     "fix_ends",
     "plan_ranges",
@@ -97,7 +106,12 @@ def read_positions(
     batch_rows: int,
     missing_start: Callable[[MessageId, MessageId], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of ``topic`` from ``start`` up to ``end`` (see the module docstring)."""
+    """The rows of ``topic`` from ``start`` up to ``end`` (see the module docstring);
+    a chunked message lost at the range's end is reported by :func:`chunk_lost`."""
+
+    def chunk_loss(lost: IncompleteChunked) -> None:
+        chunk_lost(PartitionRange(topic, start, end), lost, options)
+
     return client.read_batches(
         topic,
         start,
@@ -107,6 +121,7 @@ def read_positions(
         missing_start=missing_start,
         private_key=None if options.private_key is None else options.private_key.spec,
         crypto_failure_action=options.crypto_failure_action,
+        chunk_loss=chunk_loss,
     )
 
 
@@ -247,8 +262,9 @@ def read_range(
     With ``failOnDataLoss`` (the default), a read that finds messages of its
     range gone fails with :class:`DataLossError`: its start id's entry removed
     (retention, deletion), or, while it reads, ledgers removed or the partition
-    deleted and created again. Without, it logs a warning and goes on from the
-    next message still there.
+    deleted and created again, or a chunked message begun in it never completed
+    (:func:`chunk_lost`). Without, it logs a warning and goes on from the next
+    message still there.
     """
 
     def missing_start(held: MessageId, first: MessageId) -> None:
@@ -276,3 +292,16 @@ def range_lost(
         msg = f"{msg}. Set failOnDataLoss=false to read on from {first}."
         raise DataLossError(msg)
     log.warning("%s; reading on (failOnDataLoss=false)", msg)
+
+
+def chunk_lost(part: PartitionRange, lost: IncompleteChunked, options: PulsarOptions) -> None:
+    """A chunked message begun in ``part`` will never be complete (see ``lost``)."""
+    msg = (
+        f"{lost.topic}: reading {part}, chunked message {lost.uuid!r} (first chunk "
+        f"{lost.first_chunk}) was begun in the range and never completed: {lost.cause}; "
+        "it is lost from the read"
+    )
+    if options.fail_on_data_loss:
+        msg = f"{msg}. Set failOnDataLoss=false to skip it and read on."
+        raise DataLossError(msg)
+    log.warning("%s; skipped, reading on (failOnDataLoss=false)", msg)

@@ -471,25 +471,35 @@ def test_a_read_waits_for_the_chunks_of_a_message_it_began(
         assert [r["value"] for r in later] == [b"b"]
 
 
-def test_a_message_whose_chunks_stop_coming_is_dropped_loudly(
-    broker, topic_name, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_a_message_whose_chunks_stop_coming_fails_the_read_or_is_reported(
+    broker, topic_name, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Its first chunks are in the range, the others never come (the producer stopped
+    # mid-message): lost. Without a report the read fails naming it; a report is told
+    # (and may skip it).
     import random
 
+    from pulsar_spark.client.chunk_bounds import IncompleteChunked
     from pulsar_spark.client.reader import PartitionReader
+    from pulsar_spark.protocol.errors import ChunkError
 
     monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 1.0)
     big = random.Random(7).randbytes(20_000)
     with PulsarClient(broker.service_url) as client:
         held = _HeldChunks(client, topic_name, big, monkeypatch)
-        with (
-            caplog.at_level("WARNING", logger="pulsar_spark.client.reader"),
-            PulsarClient(broker.service_url) as reading,
-        ):
-            rows = _rows(reading, topic_name)
+        lost: list[IncompleteChunked] = []
+        with PulsarClient(broker.service_url) as reading:
+            with pytest.raises(ChunkError, match=r"no further chunk came for [\d.]+ s") as err:
+                _rows(reading, topic_name)
+            rows = _rows(reading, topic_name, chunk_loss=lost.append)
         assert [r["value"] for r in rows] == [b"a"]
-        assert "dropping chunked message" in caplog.text
-        assert "no further chunk" in caplog.text
+        assert len(lost) == 1
+        assert lost[0].topic == topic_name
+        first = lost[0].first_chunk  # the entry after "a"'s
+        a_id = MessageId.parse(rows[0]["messageId"])
+        assert (first.ledger, first.entry, first.batch_index) == (a_id.ledger, a_id.entry + 1, -1)
+        assert err.value.message_id == str(first)
+        assert f"{lost[0].uuid!r} (first chunk {first})" in str(err.value)
         held.finish()
         held.producer.close()
         assert [r["value"] for r in _rows(client, topic_name)] == [b"a", big]
@@ -503,9 +513,11 @@ def test_an_abandoned_chunked_message_does_not_stall_a_read_past_it(
     # even with a wait longer than the operation timeout.
     import random
 
+    from pulsar_spark.client.chunk_limits import ChunkLimits
     from pulsar_spark.client.reader import PartitionReader
 
     monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 4.0)
+    dropping = ChunkLimits(drop_incomplete=True)  # the user's choice: a WARNING, no failure
     with PulsarClient(broker.service_url) as client:
         held = _HeldChunks(client, topic_name, random.Random(9).randbytes(20_000), monkeypatch)
         with (
@@ -516,7 +528,9 @@ def test_an_abandoned_chunked_message_does_not_stall_a_read_past_it(
                 producer.send(value)
         with (
             caplog.at_level("WARNING", logger="pulsar_spark.client.reader"),
-            PulsarClient(broker.service_url, operation_timeout=3.0) as reading,
+            PulsarClient(
+                broker.service_url, operation_timeout=3.0, chunk_limits=dropping
+            ) as reading,
         ):
             everything = _rows(reading, topic_name)
             assert [r["value"] for r in everything] == [b"a", b"b", b"c"]

@@ -6,7 +6,9 @@ of a topic; :func:`send_prepared` creates a bare producer and sends each
 (metadata, payload) as one SEND, as a client would after encoding, batching,
 compressing and encrypting, and waits for the receipts. Both talk to the
 broker that owns the topic, found by a lookup first. :func:`chunk_metadata`
-is the metadata of one chunk of an uncompressed chunked message.
+is the metadata of one chunk of an uncompressed chunked message;
+:func:`first_chunk_only` is an entry of a message whose other chunks never come
+(its producer stopped mid-message).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pulsar_spark.protocol.framing import Frame, encode_payload_command
 
 T = pb.BaseCommand
 
-__all__ = ["chunk_metadata", "raw_messages", "send_prepared"]
+__all__ = ["chunk_metadata", "first_chunk_only", "raw_messages", "send_prepared"]
 
 
 def _address(service_url: str, topic: str) -> tuple[str, int]:
@@ -81,6 +83,12 @@ def chunk_metadata(uuid: str, chunk_id: int, count: int, total: int) -> pb.Messa
     meta.total_chunk_msg_size = total
     meta.uncompressed_size = total
     return meta
+
+
+def first_chunk_only(uuid: str, count: int = 3, size: int = 10) -> tuple[pb.MessageMetadata, bytes]:
+    """The first of ``count`` chunks of ``size`` bytes of message ``uuid``, for
+    :func:`send_prepared`: alone, a chunked message that is never completed."""
+    return chunk_metadata(uuid, 0, count, count * size), b"o" * size
 
 
 def raw_messages(service_url: str, topic: str, count: int, timeout: float = 30.0) -> list[Frame]:
