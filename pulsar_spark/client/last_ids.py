@@ -205,10 +205,13 @@ class LastIds:
         """
         return {topic: end.last for topic, end in self.ends(topics).items()}
 
-    def ends(self, topics: Sequence[TopicName]) -> dict[TopicName, PartitionEnd]:
+    def ends(
+        self, topics: Sequence[TopicName], *, close_others: bool = True
+    ) -> dict[TopicName, PartitionEnd]:
         """:meth:`get`, with each partition's mark-delete position on the durable
-        subscription (see :class:`PartitionEnd`)."""
-        return self._each(topics, self._one, close_others=True)
+        subscription (see :class:`PartitionEnd`); ``close_others=False`` keeps the
+        consumers of partitions not asked about."""
+        return self._each(topics, self._one, close_others=close_others)
 
     def acknowledge(self, positions: dict[TopicName, MessageId]) -> None:
         """Move the durable subscription of each partition past its entry in

@@ -114,8 +114,6 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: ``subscriptionMode=nonDurable``, or not known yet).
         self.subscription_name: str | None = None
         self._subscription: StreamSubscription | None = None
-        #: Partitions whose position the subscription held at the last trigger.
-        self._held: set[str] = set()
         self._warned_left = False
         #: Latest positions found by the last latestOffset(), for progress reports.
         self._latest: Offsets | None = None
@@ -307,7 +305,6 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # The last entry is read whole: the position is entry-level.
             stop = None if last is None else after_entry(last)
             latest[topic] = stop if stop and order_key(stop) > order_key(current) else current
-        self._held = held
         for topic, position in start.items():
             if topic not in latest:
                 lost(
@@ -332,9 +329,17 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _latest_offset(self, start: Offsets, limit: object) -> dict[str, str]:
         if self._target is not None:
-            latest = dict(self._target)
-            for topic, position in start.items():
-                latest.setdefault(topic, position)
+            # Checked as every trigger is (data loss, the subscription's hold), then
+            # bounded by the positions of the moment Trigger.AvailableNow started.
+            found = self._latest_positions(start)
+            latest = {}
+            for topic in {**self._target, **start}:
+                at = start.get(topic, EARLIEST)
+                now, goal = found.get(topic, at), self._target.get(topic, at)
+                if order_key(now) < order_key(at):  # lost: read again from its start
+                    latest[topic] = now
+                else:
+                    latest[topic] = goal if order_key(goal) > order_key(at) else at
         else:
             latest = self._latest_positions(start)
             self._latest = latest
@@ -357,6 +362,11 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
             positions = parse_offsets(start)
             self._learn(start, positions)
+            # ``start`` is where the last micro-batch ended, which Spark asks from only
+            # once its commit log holds that micro-batch: the sink has everything before.
+            subscription = self._durable()
+            if subscription is not None:
+                subscription.move(positions)
             return self._latest_offset(positions, limit)
 
     else:  # pragma: no cover - Spark 4.0/4.1 call latestOffset() with no arguments
@@ -443,11 +453,19 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if found is None:
             return None
         if found.ledger != mid.ledger:  # the start's ledger is gone
-            return Position.at(found) if topic in self._held else None
+            return Position.at(found) if self._holds(topic, start) else None
         found = client.first_entry_at(topic, MessageId(mid.ledger, mid.entry + 1, mid.partition))
         if found is None or found.ledger == mid.ledger:
             return None  # the start's ledger goes on: nothing to fall back on
         return Position.at(found)
+
+    def _holds(self, topic: str, start: Position) -> bool:
+        """Whether the durable subscription keeps everything after ``start`` (asked
+        now: a micro-batch re-run after a restart is planned with no trigger before)."""
+        subscription = self._durable()
+        if subscription is None:
+            return False
+        return holds(subscription.end(topic).mark_delete, start)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PulsarStreamPartition)

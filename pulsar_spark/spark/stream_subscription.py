@@ -19,7 +19,10 @@ ledger roll. So a stream holds its data as a durable Pulsar consumer does:
   version's) gets one at its positions;
 * **moved to each committed micro-batch's end** by cumulative ack of the last
   whole entry consumed, so its backlog is the query's lag and the broker may
-  delete what the sink has;
+  delete what the sink has: at the next trigger (Spark asks for the latest
+  offsets from the end of the last micro-batch only once its commit log holds
+  it) and at Spark's ``commit`` (which Spark makes only when it plans the
+  micro-batch after);
 * **checked at every trigger**: its mark-delete position (what the broker may
   delete up to) at or before the stream's position means every message after
   that position is still kept (:func:`holds`): a topic emptied by retention
@@ -106,6 +109,8 @@ class StreamSubscription:
     def __init__(self, client: PulsarClient, name: str) -> None:
         self.name = name
         self._ids: LastIds = client.last_ids(subscription=name)
+        #: The entry each partition was last acknowledged up to (not sent again).
+        self._acked: dict[str, MessageId] = {}
 
     @property
     def attached(self) -> int:
@@ -119,16 +124,22 @@ class StreamSubscription:
         found = self._ids.ends(names)
         return {topic: found[name] for topic, name in zip(topics, names, strict=True)}
 
+    def end(self, topic: str) -> PartitionEnd:
+        """One partition's :meth:`ends`, keeping the other partitions' consumers."""
+        name = parse_topic(topic)
+        return self._ids.ends([name], close_others=False)[name]
+
     def move(self, positions: Offsets) -> None:
         """Acknowledge every partition up to the last whole entry before its position
         (see :func:`ack_point`); partitions with nothing to acknowledge are left."""
         acks = {}
         for topic, position in positions.items():
             point = ack_point(position)
-            if point is not None:
-                acks[parse_topic(topic)] = point
+            if point is not None and self._acked.get(topic) != point:
+                acks[topic] = point
         if acks:
-            self._ids.acknowledge(acks)
+            self._ids.acknowledge({parse_topic(topic): point for topic, point in acks.items()})
+            self._acked.update(acks)
 
     def close(self) -> None:
         self._ids.close()

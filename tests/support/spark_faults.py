@@ -302,7 +302,7 @@ def _session(master: str) -> Any:
 
 def _stream(spark: Any, job: dict[str, Any], control: Path) -> dict[str, Any]:
     df = spark.readStream.format(job["source_format"]).options(**job["source_options"]).load()
-    df = df.select(*job.get("columns", ["key", "value"]))
+    df = df.selectExpr(*job.get("columns", ["key", "value"]))
     writer = (
         df.writeStream.format(job["sink_format"])
         .options(**job["sink_options"])
