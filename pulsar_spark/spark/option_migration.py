@@ -123,13 +123,16 @@ FOREIGN: tuple[Foreign, ...] = (
             "how long a reading task may go without progress before it fails",
             "pollTimeoutMs", example="60000"),
     Foreign("predefinedSubscription", BOTH, Kind.ALIAS,
-            "same for streams: a durable subscription of that name, moved to each "
-            "committed micro-batch's end and never deleted (batch reads leave nothing on "
+            "same for streams: names the query's durable subscription (every stream has "
+            "one, `pulsar-spark-stream-<hex>` by default), moved to each committed "
+            "micro-batch's end and kept when the query stops (batch reads leave nothing on "
             "the broker and refuse it)", "subscriptionName", example="my-sub"),
     Foreign("subscriptionPrefix", BOTH, Kind.ALIAS,
-            "same: every subscription the connector makes (non-durable readers, nothing "
-            "stays on the broker) is named `<prefix>-reader-<hex>`, so a namespace with "
-            "`subscriptionAuthMode=Prefix` accepts them when the prefix is the role",
+            "same: every subscription the connector makes starts with it "
+            "(`<prefix>-reader-<hex>` for non-durable readers, "
+            "`<prefix>-pulsar-spark-stream-<hex>` for a stream's durable one), so a "
+            "namespace with `subscriptionAuthMode=Prefix` accepts them when the prefix is "
+            "the role",
             "subscriptionPrefix", example="team-a"),
     Foreign("maxBytesPerTrigger", BOTH, Kind.ALIAS,
             "same (bytes of payload per micro-batch, shared fairly by the partitions; at "

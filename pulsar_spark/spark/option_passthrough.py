@@ -96,9 +96,8 @@ JAVA_FIELDS: tuple[Foreign, ...] = (
     _refused(_R + "resetIncludeHead",
              "is not taken: startingOffsets positions are inclusive"),
     _refused(_R + "subscriptionName",
-             "is not taken: readers here are non-durable and named by the connector; a "
-             "durable subscription of your own name is the subscriptionName option "
-             "(streams)"),
+             "is not taken: the connector names its readers; a stream's durable "
+             "subscription is named by the subscriptionName option"),
     _refused(_R + "keyHashRanges", "is not offered: every task reads whole partitions"),
     _refused(_R + "cryptoKeyReader", "is not taken: give privateKey"),
     _ignored(_R + "readerName", "has no effect here: readers are named by the connector"),

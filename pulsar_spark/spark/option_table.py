@@ -129,9 +129,11 @@ OPTIONS: tuple[Option, ...] = (
            "publish time (epoch ms or ISO-8601) to stop before, exclusive; excludes "
            "`endingOffsets`"),
     Option("failOnDataLoss", (), READ, v.boolean, "fail_on_data_loss", "true",
-           "fail when a starting message id (or a stream's position) no longer exists "
-           "(retention, truncation, deletion); false: log a warning and read on from the "
-           "first message still available"),
+           "fail, naming topic, positions and cause, when messages a read needs are gone: "
+           "a starting message id (or a stream's position its subscription no longer "
+           "holds) removed by retention, TTL, truncation or deletion, a topic deleted and "
+           "created again, a chunked message begun in the range never completed; false: "
+           "log a warning and read on from what exists"),
     Option("minPartitions", (), READ, v.positive, "min_partitions", None,
            "at least this many Spark tasks: large topic partitions are split by entry "
            "ranges (or publish-time ranges across ledgers)"),
@@ -163,9 +165,10 @@ OPTIONS: tuple[Option, ...] = (
            "broker, safe only where retention keeps the data until the stream reads it"),
     Option("subscriptionPrefix", ("pulsar.reader.subscriptionRolePrefix",), READ,
            rd.subscription_prefix, "subscription_prefix", None,
-           "every subscription the connector makes is named `<prefix>-reader-<hex>` "
-           "(`reader-<hex>` without it): give the role's name where the namespace has "
-           "`subscriptionAuthMode=Prefix`"),
+           "every subscription the connector makes starts with it: `<prefix>-reader-<hex>` "
+           "(`reader-<hex>` without it), a stream's durable one "
+           "`<prefix>-pulsar-spark-stream-<hex>`: give the role's name where the namespace "
+           "has `subscriptionAuthMode=Prefix`"),
     Option("readCompacted", ("pulsar.reader.readCompacted",), READ, v.boolean,
            "read_compacted", "false",
            "read the compacted view of the topics (Apache Pulsar): up to the compaction "

@@ -42,8 +42,10 @@ def check_start(
         return after, False
     lost(
         options,
-        f"{part.topic}: the stream's position {part.start} is no longer available "
-        "(retention, truncation or deletion): messages that followed it may be lost",
+        f"{part.topic}: the stream's position {part.start} is no longer available and "
+        "nothing held what followed it (a subscription expired, deleted or moved by a "
+        "message TTL, a truncation, the topic deleted): messages that followed it may be "
+        "lost",
         "reading on from the first message still available",
     )
     return part.start, True

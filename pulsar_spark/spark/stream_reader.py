@@ -282,23 +282,27 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _latest_positions(self, start: Offsets) -> Offsets:
         latest = {}
-        held = set()
         for topic, end in self.ends(self._discover()).items():
             last, current = end.last, start.get(topic, EARLIEST)
-            if holds(end.mark_delete, current):
-                held.add(topic)
             if current.kind == "after" and (  # a position the stream reached
                 last is None or order_key(after_entry(last)) < order_key(current)
             ):
-                if topic in held:  # retention removed what the stream had read: no loss
-                    latest[topic] = current
+                if holds(end.mark_delete, current):
+                    latest[topic] = current  # retention removed what it had read: no loss
                     continue
                 now = "is empty" if last is None else f"ends at {last}"
+                held = (
+                    ""
+                    if end.mark_delete is None
+                    else f" (its durable subscription {self.subscription_name!r} is at "
+                    f"{end.mark_delete}, past that position: it was deleted or expired and "
+                    "made again)"
+                )
                 lost(
                     self.options,
-                    f"{topic}: the stream is at {current} but the topic now {now}: it was "
-                    "deleted (and created again) or truncated, messages after that position "
-                    "may be lost",
+                    f"{topic}: the stream is at {current} but the topic now {now}{held}: it "
+                    "was deleted (and created again) or truncated, messages after that "
+                    "position may be lost",
                     "reading it again from its first message",
                 )
                 current = EARLIEST

@@ -13,6 +13,7 @@ once, or the stated failure. Each prints its figures (``FIGURE`` lines).
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -252,7 +253,7 @@ def test_a_subscription_expired_while_the_query_was_stopped_is_reported_as_loss(
     admin, url = stock.admin, stock.service_url
     namespace = f"public/expiry-{uuid.uuid4().hex[:8]}"
     admin.create_namespace(namespace)
-    admin.request("POST", f"/admin/v2/namespaces/{namespace}/subscriptionExpirationTime", 1)
+    admin.set_subscription_expiration(namespace, 1)
     topic = f"persistent://{namespace}/orders"
     stream = streams(**{"service.url": url, "topic": topic, "startingOffsets": "earliest"})
     t0 = time.monotonic()
@@ -462,3 +463,65 @@ def test_a_driver_killed_mid_batch_and_restarted_after_the_inactivity_window(
         test_seconds=round(time.monotonic() - t0, 1),
     )
     assert gaps == EXACT
+
+
+def test_a_batch_read_while_ledgers_roll_is_exact_or_names_the_loss(
+    spark, stock, topic_name, record_property
+) -> None:
+    """Batch reads stay non-durable (nothing held, nothing left behind): one run while a
+    producer writes on and ledgers roll and are trimmed returns its range whole (every
+    message between its first and last, once) or fails naming the topic and the loss."""
+    url = stock.service_url
+    sent: list[int] = []
+    stop = threading.Event()
+
+    def write() -> None:
+        with official_client(url) as client:
+            producer = client.create_producer(topic_name, batching_enabled=False)
+            while not stop.is_set():
+                producer.send(f"w-{len(sent):06d}".encode())
+                sent.append(len(sent))
+            producer.close()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    t0 = time.monotonic()
+    outcomes: list[str] = []
+    rows_read: list[int] = []
+    try:
+        wait_for(lambda: len(sent) >= 200, 60, "200 written")
+        for _ in range(3):
+            frame = (
+                spark.read.format("pulsar")
+                .option("service.url", url)
+                .option("topic", topic_name)
+                .option("startingOffsets", "earliest")
+                .load()
+                .selectExpr("cast(value as string) value")
+            )
+            try:
+                values = [r.value for r in frame.collect()]
+            except Exception as exc:  # the stated failure: DataLossError, naming the topic
+                text = str(exc)
+                assert "DataLossError" in text or "failOnDataLoss" in text, text[:2000]
+                assert topic_name in text
+                outcomes.append("loss named")
+                continue
+            numbers = sorted(int(v.split("-")[1]) for v in values)
+            assert numbers, "an empty read of a topic being written"
+            assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+            outcomes.append("whole")
+            rows_read.append(len(numbers))
+    finally:
+        stop.set()
+        writer.join(30)
+    figure(
+        record_property,
+        "stock_batch_read_while_rolling",
+        written=len(sent),
+        reads=len(outcomes),
+        whole=outcomes.count("whole"),
+        loss_named=outcomes.count("loss named"),
+        rows_per_whole_read=rows_read,
+        test_seconds=round(time.monotonic() - t0, 1),
+    )

@@ -204,6 +204,12 @@ class PulsarAdmin:
             {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size_mb},
         )
 
+    def set_subscription_expiration(self, namespace: str, minutes: int) -> None:
+        """Delete subscriptions with no consumer for ``minutes`` (the namespace policy)."""
+        self.request(
+            "POST", f"namespaces/{_namespace_path(namespace)}/subscriptionExpirationTime", minutes
+        )
+
     def unload_namespace(self, namespace: str) -> None:
         self.request("PUT", f"namespaces/{_namespace_path(namespace)}/unload")
 

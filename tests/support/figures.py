@@ -19,6 +19,7 @@ RELIABILITY_FILES = frozenset(
     {
         "tests/spark/test_faults_batch.py",
         "tests/spark/test_faults_stream.py",
+        "tests/spark/test_stock_broker.py",
         "tests/spark/test_stream_faults_read.py",
         "tests/spark/test_stream_task_retry.py",
         "tests/spark/test_stress.py",
