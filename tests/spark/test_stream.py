@@ -159,17 +159,34 @@ def test_truncated_messages_are_skipped_without_fail_on_data_loss(
 
 
 @needs_admission_control
-def test_subscription_name_shows_progress_and_nothing_else_stays(
+def test_a_stream_leaves_its_durable_subscription_and_only_that(
     spark, apache_pulsar, topic_name, tmp_path
 ) -> None:
-    url = apache_pulsar.service_url
+    url, admin = apache_pulsar.service_url, apache_pulsar.admin
     produce(url, topic_name, [b"p%d" % i for i in range(30)], batching=False)
+
+    def subscriptions() -> dict:
+        return admin.stats(topic_name)["subscriptions"]
+
+    def idle() -> bool:  # the driver's consumers closed when the query stopped
+        return all(sub["consumers"] == [] for sub in subscriptions().values())
+
     _run_available_now(
-        _stream(spark, url, topic=topic_name, startingOffsets="earliest"),
+        _stream(spark, url, topic=topic_name, startingOffsets="earliest",
+                subscriptionMode="nonDurable"),
         tmp_path / "c1",
         batches=[],
+    )  # fmt: skip
+    assert subscriptions() == {}  # nothing durable, nothing else
+    _run_available_now(
+        _stream(spark, url, topic=topic_name, startingOffsets="earliest"),
+        tmp_path / "c2",
+        batches=[],
     )
-    assert apache_pulsar.admin.stats(topic_name)["subscriptions"] == {}  # nothing durable
+    admin.wait_until(idle, 10, "the query's consumers closed")
+    (generated,) = subscriptions()  # the query's own, and nothing else
+    assert generated.startswith("pulsar-spark-stream-")
+    assert subscriptions()[generated]["msgBacklog"] == 0  # moved to the end it read
     df = _stream(
         spark,
         url,
@@ -178,12 +195,11 @@ def test_subscription_name_shows_progress_and_nothing_else_stays(
         subscriptionName="spark-progress",
         maxRecordsPerTrigger="12",
     )
-    _run_available_now(df, tmp_path / "c2", batches=[])
-    subscription = apache_pulsar.admin.stats(topic_name)["subscriptions"]["spark-progress"]
-    # Spark commits a micro-batch to its source when it plans the next one: the last of
-    # an AvailableNow run (30 = 12 + 12 + 6) waits for the next run.
-    assert subscription["msgBacklog"] == 6
-    assert subscription["consumers"] == []
+    _run_available_now(df, tmp_path / "c3", batches=[])
+    admin.wait_until(idle, 10, "the query's consumers closed")
+    assert sorted(subscriptions()) == sorted([generated, "spark-progress"])
+    # 30 = 12 + 12 + 6, each committed end acknowledged: the broker holds nothing back.
+    assert subscriptions()["spark-progress"]["msgBacklog"] == 0
 
 
 def _copy(spark, url: str, source: str, target: str, checkpoint: Path) -> None:
