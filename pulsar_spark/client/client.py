@@ -198,12 +198,17 @@ class PulsarClient:
             operation_timeout=self.operation_timeout,
         )
 
-    def unsubscribe(self, topic: str, subscription: str) -> None:
-        """Delete the durable ``subscription`` of ``topic`` (every partition)."""
-        for partition in self._partitions_of(parse_topic(topic)):
-            unsubscribe(
+    def unsubscribe(self, topic: str, subscription: str) -> list[str]:
+        """Delete the durable ``subscription`` of ``topic`` (every partition); the
+        partitions it was deleted from (a partition that does not exist is left out,
+        and not created)."""
+        return [
+            str(partition)
+            for partition in self._partitions_of(parse_topic(topic))
+            if unsubscribe(
                 self._lookup, partition, subscription, operation_timeout=self.operation_timeout
             )
+        ]
 
     def _one_partition(self, topic: str, what: str) -> TopicName:
         name = parse_topic(topic)

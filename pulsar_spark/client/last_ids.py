@@ -31,6 +31,15 @@ cumulative ack. Consumers ask for no messages (no FLOW), so attaching one reads
 nothing; closing them leaves the subscription on the broker. A second consumer
 on the same subscription (another query using it) is refused by the broker with
 ConsumerBusy, retried until the operation timeout, then raised.
+
+A partition whose subscription is expected to exist (:meth:`LastIds.expect`: it
+was attached before, or a checkpoint says the stream read it) is attached with
+``force_topic_creation`` off and, should the subscription be gone, makes it anew
+at the *latest* message: a topic the broker answers TopicNotFound for was deleted
+(:attr:`PartitionEnd.deleted`; it is then subscribed again, created, from its
+earliest message), and a subscription made anew on a topic with messages sits at
+the last of them, so its mark-delete position shows it did not hold what came
+before. Elsewhere a new subscription starts at the earliest message.
 """
 
 from __future__ import annotations
@@ -65,6 +74,9 @@ _R = TypeVar("_R")
 
 #: Threads waiting for answers at most (requests in flight at once).
 MAX_IN_FLIGHT = 64
+#: Seconds a durable subscription's consumer waits for the broker to let go of a
+#: previous holder (ConsumerBusy): two keepalive rounds of a driver that died.
+BUSY_WAIT = 90.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,9 @@ class PartitionEnd:
     #: entry -1: before its ledger's first entry); None without a durable
     #: subscription, or when the broker does not tell it.
     mark_delete: MessageId | None = None
+    #: The partition was found deleted (TopicNotFound) where its subscription was
+    #: expected; it was created again, with the subscription at its first message.
+    deleted: bool = False
 
 
 class _Probe:
@@ -91,9 +106,13 @@ class _Probe:
         prefix: str | None,
         compacted: bool,
         subscription: str | None = None,
+        expected: bool = False,
     ) -> None:
         self.conn, self.topic, self.prefix, self.compacted = conn, topic, prefix, compacted
         self.subscription = subscription
+        #: The durable subscription should exist: attach without creating the topic,
+        #: and make a missing subscription at the latest message.
+        self.expected = expected
         self.stale = threading.Event()
         self.key: Key | None = None
 
@@ -107,6 +126,7 @@ class _Probe:
 
     def attach(self) -> None:
         durable = self.subscription is not None
+        expected = durable and self.expected
         self.key = attach_consumer(
             self.conn,
             self,
@@ -117,7 +137,8 @@ class _Probe:
                 subscription=self.subscription or fresh_name(self.prefix),
                 durable=durable,
                 # A new durable subscription holds everything from the first message on.
-                earliest=durable,
+                earliest=durable and not expected,
+                create_topic=not expected,
                 start_message_id=None if durable else LATEST,
                 consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}" if durable else None,
                 # A compacted reader's last id is the compacted view's (Apache Pulsar
@@ -183,6 +204,10 @@ class LastIds:
         self._lock = threading.Lock()
         self._probes: dict[TopicName, _Probe] = {}
         self._addresses: dict[TopicName, BrokerAddress] = {}
+        #: Partitions whose durable subscription should exist (see the module docstring).
+        self._expected: set[TopicName] = set()
+        #: Partitions found deleted, not reported yet.
+        self._deleted: set[TopicName] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
         #: Subscriptions made (the first call's, and those after a failure).
@@ -204,6 +229,12 @@ class LastIds:
                 the message names the partition.
         """
         return {topic: end.last for topic, end in self.ends(topics).items()}
+
+    def expect(self, topics: Sequence[TopicName]) -> None:
+        """The durable subscription should exist on ``topics`` (a checkpoint says the
+        stream read them): see the module docstring."""
+        with self._lock:
+            self._expected.update(topics)
 
     def ends(
         self, topics: Sequence[TopicName], *, close_others: bool = True
@@ -276,17 +307,27 @@ class LastIds:
             return self._pool
 
     def _one(self, topic: TopicName, deadline: float) -> PartitionEnd:
-        return self._retried(topic, deadline, _Probe.end)
+        end = self._retried(topic, deadline, _Probe.end)
+        with self._lock:
+            if topic not in self._deleted:
+                return end
+            self._deleted.discard(topic)
+        return PartitionEnd(end.last, end.mark_delete, deleted=True)
 
     def _retried(self, topic: TopicName, deadline: float, call: Callable[[_Probe], _R]) -> _R:
         backoff = Backoff()
+        # A driver that died without closing its connection keeps its Exclusive
+        # consumer on the broker until the broker's keepalive finds it gone.
+        busy_deadline = max(deadline, time.monotonic() + BUSY_WAIT)
         while True:
             try:
                 return call(self._probe(topic))
             except PulsarError as exc:  # noqa: PERF203 (a retry loop)
                 self._forget(topic)
                 delay = backoff.next()
-                if not may_retry(exc) or time.monotonic() + delay > deadline:
+                busy = isinstance(exc, ServerError) and exc.code == pb.ConsumerBusy
+                until = busy_deadline if busy and self.subscription is not None else deadline
+                if not may_retry(exc) or time.monotonic() + delay > until:
                     if hasattr(exc, "add_note"):  # Python 3.11+
                         exc.add_note(self._doing(topic, exc))
                     raise
@@ -317,12 +358,32 @@ class LastIds:
             address = self.lookup.lookup(topic)
         config = self.lookup.config
         conn = self.lookup.pool.for_broker(address)
+        with self._lock:
+            expected = self.subscription is not None and topic in self._expected
         probe = _Probe(
-            conn, topic, config.subscription_prefix, config.read_compacted, self.subscription
-        )
-        probe.attach()
+            conn, topic, config.subscription_prefix, config.read_compacted, self.subscription,
+            expected,
+        )  # fmt: skip
+        try:
+            probe.attach()
+        except ServerError as exc:
+            if not (expected and exc.code == pb.TopicNotFound):
+                raise
+            log.warning(
+                "%s: deleted, with the durable subscription %r: subscribing again",
+                *(topic, self.subscription),
+            )
+            probe = _Probe(
+                conn, topic, config.subscription_prefix, config.read_compacted,
+                self.subscription,
+            )  # fmt: skip
+            probe.attach()
+            with self._lock:
+                self._deleted.add(topic)
         with self._lock:
             self.attached += 1
+            if self.subscription is not None:
+                self._expected.add(topic)
             if self._closed:
                 closed = True
             else:

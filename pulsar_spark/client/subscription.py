@@ -1,9 +1,9 @@
-"""Named durable subscriptions, for progress a broker can show.
+"""One-off operations on named durable subscriptions: move one, delete one.
 
-Reads never need one: they use non-durable subscriptions that vanish with
-the consumer. A streaming query may still want the broker's backlog figures
-to show how far it got. :func:`acknowledge_cumulative` moves a named
-durable subscription to a position and leaves; :func:`unsubscribe` deletes
+Readers use non-durable subscriptions that vanish with the consumer; what keeps
+data on the broker is a durable subscription (a stream's is held between
+triggers by :class:`~.last_ids.LastIds`). :func:`acknowledge_cumulative` moves a
+named durable subscription to a position and leaves; :func:`unsubscribe` deletes
 it. Both attach a consumer that asks for no messages (no FLOW)::
 
     SUBSCRIBE (durable, Exclusive, initial position earliest)
@@ -17,8 +17,9 @@ from __future__ import annotations
 import time
 import uuid
 
+from ..protocol import PulsarApi_pb2 as pb
 from ..protocol import commands
-from ..protocol.errors import PulsarError
+from ..protocol.errors import PulsarError, ServerError
 from ..protocol.framing import Frame
 from ..protocol.message_id import MessageId
 from .connection import Connection, Key, Kind
@@ -42,9 +43,15 @@ class _Ignore:
 
 
 def _attached(
-    lookup: LookupService, topic: TopicName, subscription: str, deadline: float
+    lookup: LookupService,
+    topic: TopicName,
+    subscription: str,
+    deadline: float,
+    *,
+    create_topic: bool = True,
 ) -> tuple[Connection, Key]:
-    """A consumer on the durable ``subscription``, retried until ``deadline``."""
+    """A consumer on the durable ``subscription``, retried until ``deadline``
+    (``create_topic=False``: a missing topic raises TopicNotFound, not created)."""
     if not subscription or subscription.startswith("reader-"):
         msg = f"subscription name {subscription!r} is empty or looks like a reader's"
         raise ClientError(msg)
@@ -63,6 +70,7 @@ def _attached(
                     durable=True,
                     earliest=True,
                     consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}",
+                    create_topic=create_topic,
                 ),
             )
         except PulsarError as exc:
@@ -111,11 +119,18 @@ def acknowledge_cumulative(
 
 def unsubscribe(
     lookup: LookupService, topic: TopicName, subscription: str, *, operation_timeout: float = 30.0
-) -> None:
-    """Delete the durable ``subscription`` of ``topic`` (one partition)."""
+) -> bool:
+    """Delete the durable ``subscription`` of ``topic`` (one partition); False when
+    the topic does not exist (it is not created for this)."""
     deadline = time.monotonic() + operation_timeout
-    conn, key = _attached(lookup, topic, subscription, deadline)
+    try:
+        conn, key = _attached(lookup, topic, subscription, deadline, create_topic=False)
+    except ServerError as exc:
+        if exc.code == pb.TopicNotFound:
+            return False
+        raise
     try:
         conn.request(commands.unsubscribe(conn.new_id(Kind.REQUEST), key.ident))
     finally:
         conn.remove_handler(key)
+    return True

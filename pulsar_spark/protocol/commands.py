@@ -162,12 +162,15 @@ def subscribe(
     consumer_name: str | None = None,
     schema: SchemaInfo | None = None,
     read_compacted: bool = False,
+    create_topic: bool = True,
 ) -> pb.BaseCommand:
     """SUBSCRIBE, Exclusive; ``earliest`` picks the initial position of a new
     subscription; ``start_message_id`` (entry level) places a non-durable one;
     ``schema`` is checked by the broker against the topic's; ``read_compacted``
     reads the topic's compacted view up to its compaction horizon (Apache Pulsar
-    allows it on Exclusive and Failover subscriptions of persistent topics)."""
+    allows it on Exclusive and Failover subscriptions of persistent topics);
+    ``create_topic=False`` (``force_topic_creation``) makes the broker answer
+    TopicNotFound for a topic that does not exist instead of creating it."""
     command = pb.CommandSubscribe(
         topic=topic,
         subscription=subscription,
@@ -183,6 +186,8 @@ def subscribe(
         command.consumer_name = consumer_name
     if read_compacted:
         command.read_compacted = True
+    if not create_topic:
+        command.force_topic_creation = False
     if _carries(schema):
         command.schema.CopyFrom(schema.to_pb())
     return T(type=T.SUBSCRIBE, subscribe=command)

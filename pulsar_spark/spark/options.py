@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
@@ -44,8 +45,19 @@ __all__ = [
     "pattern_parts",
 ]
 
-#: Options Spark itself passes to a streaming sink, not ours to check.
-_SPARK_OWN = frozenset({"checkpointlocation"})
+#: Options Spark itself puts in a source's or sink's option map (lower case, as Spark's
+#: Python worker hands them over), not ours to check: ``queryName`` (named stream
+#: queries), ``checkpointLocation`` and the asynchronous progress tracking keys of
+#: ``DataStreamWriter`` (Spark reads them from the sink's options).
+_SPARK_OWN = frozenset({
+    "checkpointlocation",
+    "queryname",
+    "asyncprogresstrackingenabled",
+    "asyncprogresstrackingcheckpointintervalms",
+    "_asyncprogresstrackingoverridesinksupportcheck",
+})  # fmt: skip
+#: What ``load([a, b])`` gives a source: a JSON array of paths (ours: topics).
+_PATHS = "paths"
 _PLUGIN, _PARAMS = "pulsar.client.authPluginClassName", "pulsar.client.authParams"
 #: Options of which at most one may be given, and how the error says so.
 _SELECTORS = ("topic", "topics", "topicsPattern")
@@ -192,6 +204,9 @@ def _given(raw: Mapping[str, str]) -> dict[str, str]:
     for key, value in raw.items():
         if str(key).lower() in _SPARK_OWN:
             continue
+        if str(key).lower() == _PATHS:
+            implied.append(("topics", ",".join(_paths(str(key), value)), str(key)))
+            continue
         option = by_spelling(str(key))
         if option is None:
             text = "" if value is None else str(value)
@@ -212,6 +227,18 @@ def _given(raw: Mapping[str, str]) -> dict[str, str]:
         values.setdefault(option.name, item)
         spelled.setdefault(option.name, key)
     return values
+
+
+def _paths(key: str, value: object) -> list[str]:
+    """The topics of ``load([t1, t2, ...])``: Spark passes them as a JSON array."""
+    try:
+        items = json.loads(str(value))
+    except ValueError:
+        items = None
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        msg = f"expected a JSON array of topic names (as load([...]) gives), got {value!r}"
+        raise PulsarOptionError(key, msg)
+    return items
 
 
 def _foreign(key: str, value: str) -> dict[str, str]:

@@ -197,11 +197,14 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "until it is dropped (pulsar_spark.spark.stream_subscription.drop_subscription)",
                 *(found, wanted, wanted, found),
             )
-        if wanted is not None or found is None:
+        if (wanted is not None and wanted != found) or found is None:
             self._start_subscription(wanted or new_name(self.options.subscription_prefix))
             self._place(positions)
         else:
             self._start_subscription(found)
+            subscription = self._durable()
+            assert subscription is not None
+            subscription.expect(positions)
 
     def _start_subscription(self, name: str) -> None:
         self.subscription_name = name
@@ -284,7 +287,16 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = {}
         for topic, end in self.ends(self._discover()).items():
             last, current = end.last, start.get(topic, EARLIEST)
-            if current.kind == "after" and (  # a position the stream reached
+            if end.deleted and current.message_id is not None:
+                lost(
+                    self.options,
+                    f"{topic}: the topic was deleted, with the stream's durable subscription "
+                    f"{self.subscription_name!r}, while the stream was at {current}: "
+                    "messages after that position may be lost",
+                    "reading the topic again from its first message",
+                )
+                current = EARLIEST
+            elif current.kind == "after" and (  # a position the stream reached
                 last is None or order_key(after_entry(last)) < order_key(current)
             ):
                 if holds(end.mark_delete, current):

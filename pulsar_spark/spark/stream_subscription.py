@@ -90,7 +90,12 @@ def ack_point(position: Position) -> MessageId | None:
 
 def holds(mark_delete: MessageId | None, position: Position) -> bool:
     """Whether a subscription acknowledged up to ``mark_delete`` keeps everything
-    from ``position`` on: it is at or before the first entry the stream still needs."""
+    from ``position`` on: it is at or before the first entry the stream still needs,
+    or at the start of a later ledger (``L:-1``): Apache Pulsar moves a subscription
+    acknowledged up to the last entry of a ledger there when it opens the next one
+    (a broker restart, an unload), and a subscription made anew where it was
+    expected (see :class:`~..client.last_ids.LastIds`) sits at the last message
+    instead, unless the topic was empty then."""
     if mark_delete is None:
         return False
     mid = position.message_id
@@ -98,6 +103,8 @@ def holds(mark_delete: MessageId | None, position: Position) -> bool:
         return mark_delete.entry < 0  # nothing acknowledged in its ledger
     whole = position.kind == "after" and mid.batch_index < 0
     needed = (mid.ledger, mid.entry + 1 if whole else mid.entry)
+    if mark_delete.entry < 0 and mark_delete.ledger > mid.ledger and whole:
+        return True
     return (mark_delete.ledger, mark_delete.entry) < needed
 
 
@@ -124,6 +131,12 @@ class StreamSubscription:
         found = self._ids.ends(names)
         return {topic: found[name] for topic, name in zip(topics, names, strict=True)}
 
+    def expect(self, positions: Offsets) -> None:
+        """A checkpoint says the stream read these partitions up to ``positions``: their
+        subscription should exist (a missing one is found out, not made silently at
+        the earliest message)."""
+        self._ids.expect([parse_topic(t) for t, p in positions.items() if p.message_id])
+
     def end(self, topic: str) -> PartitionEnd:
         """One partition's :meth:`ends`, keeping the other partitions' consumers."""
         name = parse_topic(topic)
@@ -149,8 +162,10 @@ def drop_subscription(options: Mapping[str, str], subscription: str) -> list[str
     """Delete a stream's durable subscription from every partition of the topics
     ``options`` name (the stream's own options: ``service.url``, ``topic`` /
     ``topics`` / ``topicsPattern``, authentication), releasing the messages it
-    keeps. Stop the query first: a running query holds the subscription, and the
-    broker refuses to delete it then. Returns the partitions it was deleted from.
+    keeps. Stop the query first: a running query holds the subscription (its
+    consumers are Exclusive: this waits for them up to the operation timeout, then
+    fails with ConsumerBusy). Returns the partitions it was deleted from; partitions
+    that no longer exist are not created for this.
 
     The name is in the query's progress (``sources[].latestOffset.subscription``),
     its log, and every offset file of its checkpoint.
@@ -159,8 +174,6 @@ def drop_subscription(options: Mapping[str, str], subscription: str) -> list[str
     dropped = []
     with open_client(parsed, reuse=False) as client:
         for topic in resolve_topics(client, parsed):
-            for partition in client.get_partitions(topic):
-                client.unsubscribe(partition, subscription)
-                dropped.append(partition)
+            dropped.extend(client.unsubscribe(topic, subscription))
     log.info("dropped subscription %r from %d partitions", subscription, len(dropped))
     return dropped

@@ -38,7 +38,7 @@ def test_cumulative_ack_moves_a_durable_subscription(broker, topic_name) -> None
             assert stats["msgBacklog"] == 10
             assert stats["consumers"] == []  # nothing stays attached
         assert _first_received(broker.service_url, topic_name, "progress") == b"90"
-        client.unsubscribe(topic_name, "progress")
+        assert len(client.unsubscribe(topic_name, "progress")) == 1
         if broker.kind == "apache":
             assert "progress" not in broker.admin.stats(topic_name)["subscriptions"]
         # Gone: a new subscription of that name starts at its initial position.
@@ -54,3 +54,11 @@ def test_acknowledging_needs_one_partition_and_a_message_id(partitioned_broker, 
             client.acknowledge_cumulative(f"{topic_name}-partition-0", "progress", "latest")
         with pytest.raises(ClientError, match="looks like a reader"):
             client.acknowledge_cumulative(f"{topic_name}-partition-0", "reader-x", "0:0")
+
+
+def test_unsubscribing_from_a_topic_that_does_not_exist_creates_nothing(
+    apache_pulsar, topic_name
+) -> None:
+    with PulsarClient(apache_pulsar.service_url) as client:
+        assert client.unsubscribe(topic_name, "progress") == []
+    assert topic_name not in apache_pulsar.admin.list_topics()

@@ -319,3 +319,23 @@ def test_producer_windows_and_an_unlimited_send_timeout() -> None:
     assert parse_options(given).max_pending_bytes == 32 << 20
     with pytest.raises(PulsarOptionError, match="maxPendingBytes"):
         parse_options({**given, "maxPendingBytes": "0"})
+
+
+def test_the_options_spark_itself_adds_are_accepted() -> None:
+    """Spark's Python worker hands over its own keys, lower case: ``queryName`` (a
+    named stream query), ``checkpointLocation``, asynchronous progress tracking, and
+    ``paths`` (``load([t1, t2])``: a JSON array, here the topics)."""
+    base = {"service.url": "pulsar://localhost:6650", "topic": "t"}
+    for key, value in {
+        "queryname": "orders",
+        "checkpointlocation": "/tmp/c",
+        "asyncprogresstrackingenabled": "false",
+        "asyncprogresstrackingcheckpointintervalms": "1000",
+    }.items():
+        assert parse_options({**base, key: value}).topic == "persistent://public/default/t"
+    both = parse_options({"service.url": "pulsar://localhost:6650", "paths": '["a", "b"]'})
+    assert both.topics == ("persistent://public/default/a", "persistent://public/default/b")
+    with pytest.raises(PulsarOptionError, match=r"'paths'.*JSON array"):
+        parse_options({"service.url": "pulsar://localhost:6650", "paths": "a,b"})
+    with pytest.raises(PulsarOptionError, match="topic"):  # a selector given twice
+        parse_options({**base, "paths": '["a", "b"]'})

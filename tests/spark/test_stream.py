@@ -290,3 +290,36 @@ def test_stream_writes_on_spark_4_0_say_what_they_need(
         query.awaitTermination(60)
         ran = f"the query ran: {query.exception()}"  # the pattern does not match this
         raise AssertionError(ran)
+
+
+@pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
+def test_a_named_query_streams_into_pulsar_and_load_takes_a_list_of_topics(
+    spark, pulsar_lite, topic_name, tmp_path
+) -> None:
+    """``queryName`` reaches the sink as an option (it used to fail every named query
+    into Pulsar with "unknown option"); ``load([t1, t2])`` reads both topics."""
+    url = pulsar_lite.service_url
+    first, second, target = f"{topic_name}-1", f"{topic_name}-2", f"{topic_name}-out"
+    produce(url, first, [b"a%d" % i for i in range(5)])
+    produce(url, second, [b"b%d" % i for i in range(5)])
+    df = (
+        spark.readStream.format("pulsar")
+        .option("service.url", url)
+        .option("startingOffsets", "earliest")
+        .load([first, second])
+        .select("value")
+    )
+    query = (
+        df.writeStream.format("pulsar")
+        .queryName("orders_copy")
+        .option("service.url", url)
+        .option("topic", target)
+        .option("checkpointLocation", str(tmp_path / "c"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None, query.exception()
+    assert query.name == "orders_copy"
+    got = sorted(m["value"] for m in read_all(url, target, at_least=10))
+    assert got == sorted([b"a%d" % i for i in range(5)] + [b"b%d" % i for i in range(5)])
