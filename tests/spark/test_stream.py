@@ -177,7 +177,7 @@ def test_a_stream_leaves_its_durable_subscription_and_only_that(
         tmp_path / "c1",
         batches=[],
     )  # fmt: skip
-    assert subscriptions() == {}  # nothing durable, nothing else
+    admin.wait_until(lambda: subscriptions() == {}, 10, "nothing left")  # nothing durable
     _run_available_now(
         _stream(spark, url, topic=topic_name, startingOffsets="earliest"),
         tmp_path / "c2",
@@ -293,11 +293,11 @@ def test_stream_writes_on_spark_4_0_say_what_they_need(
 
 
 @pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
-def test_a_named_query_streams_into_pulsar_and_load_takes_a_list_of_topics(
+def test_a_named_query_streams_into_pulsar_and_a_batch_load_takes_a_list_of_topics(
     spark, pulsar_lite, topic_name, tmp_path
 ) -> None:
     """``queryName`` reaches the sink as an option (it used to fail every named query
-    into Pulsar with "unknown option"); ``load([t1, t2])`` reads both topics."""
+    into Pulsar with "unknown option"); a batch ``load([t1, t2])`` reads both topics."""
     url = pulsar_lite.service_url
     first, second, target = f"{topic_name}-1", f"{topic_name}-2", f"{topic_name}-out"
     produce(url, first, [b"a%d" % i for i in range(5)])
@@ -306,7 +306,8 @@ def test_a_named_query_streams_into_pulsar_and_load_takes_a_list_of_topics(
         spark.readStream.format("pulsar")
         .option("service.url", url)
         .option("startingOffsets", "earliest")
-        .load([first, second])
+        .option("topics", f"{first},{second}")
+        .load()
         .select("value")
     )
     query = (
@@ -323,3 +324,6 @@ def test_a_named_query_streams_into_pulsar_and_load_takes_a_list_of_topics(
     assert query.name == "orders_copy"
     got = sorted(m["value"] for m in read_all(url, target, at_least=10))
     assert got == sorted([b"a%d" % i for i in range(5)] + [b"b%d" % i for i in range(5)])
+    # A batch read of a list of paths (Spark passes them as "paths", a JSON array).
+    batch = spark.read.format("pulsar").option("service.url", url).load([first, second])
+    assert batch.count() == 10
