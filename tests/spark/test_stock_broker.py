@@ -463,7 +463,7 @@ def test_a_driver_killed_mid_batch_and_restarted_after_the_inactivity_window(
     ledgers trimmed; a new driver resumes from the checkpoint: every message once."""
     url, admin = stock.service_url, stock.admin
     admin.create_partitioned_topic(topic_name, 2)
-    sent = _messages("k", 1500)
+    sent = _messages("k", 600)
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     job = {
         "mode": "stream",
@@ -484,13 +484,13 @@ def test_a_driver_killed_mid_batch_and_restarted_after_the_inactivity_window(
     # Planned before the data, here, on the checkpoint the drivers go on with.
     first = Stream(spark, tmp_path, **job["source_options"]).run_available_now()
     assert first.exception() is None, first.exception()
-    produce(url, topic_name, sent[:1000], batching=False)
+    produce(url, topic_name, sent[:400], batching=False)
     commits = checkpoint / "commits"
     with Driver(job, tmp_path / "control") as driver:
         driver.wait_until(lambda: len(list(commits.glob("[0-9]*"))) >= 4, 180, "3 more commits")
         killed = driver.kill()
     committed = len(list(commits.glob("[0-9]*")))
-    produce(url, topic_name, sent[1000:], batching=False)
+    produce(url, topic_name, sent[400:], batching=False)
     time.sleep(5)  # idle past the inactivity window; retention checks run
     job["trigger"] = {"availableNow": True}
     with Driver(job, tmp_path / "control2") as driver:

@@ -282,7 +282,9 @@ def test_a_held_trigger_returns_its_start_and_once_or_available_now_are_not_held
         report = reader.reportLatestOffset()
         assert report["lag"]["offsetsBehindLatest"] == {_topic_key(report): 2}
         assert report["lag"]["exact"] is True
-        assert set(report) == {_topic_key(report), "lag"}
+        # The positions, the lag, and the durable subscription holding them.
+        assert set(report) == {_topic_key(report), "lag", "subscription"}
+        assert report["subscription"] == reader.subscription_name
         # Trigger.Once passes ReadAllAvailable: everything, whatever the options.
         assert reader.latestOffset(first, ReadAllAvailable()) != first
         reader.prepareForTriggerAvailableNow()  # AvailableNow: never held

@@ -119,4 +119,7 @@ def test_every_subscription_of_a_query_carries_the_prefix(
         rf"Subscribing on topic {re.escape(topic_name)} / (\S+)\.", apache_pulsar.log_text(since)
     )
     assert len(names) >= 4, names
-    assert all(re.fullmatch(r"team-a-reader-[0-9a-f]{10}", name) for name in names), names
+    # Readers (non-durable), and the query's durable subscription.
+    pattern = r"team-a-(reader-[0-9a-f]{10}|pulsar-spark-stream-[0-9a-f]{12})"
+    assert all(re.fullmatch(pattern, name) for name in names), names
+    assert any("pulsar-spark-stream-" in name for name in names), names
