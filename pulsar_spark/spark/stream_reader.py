@@ -121,6 +121,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._report: dict[str, object] | None = None
         #: Trigger.AvailableNow: the positions to stop at.
         self._target: Offsets | None = None
+        self._target_pending = False
         self.limits = TriggerLimits.of(options)
         self._gate = (
             None
@@ -333,7 +334,10 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """``Trigger.AvailableNow``: stop at what is there now."""
-        self._target = self._latest_positions({})
+        # Fixed at the first trigger, which Spark makes at once: asking now, before
+        # Spark hands over the checkpoint's offsets (and the subscription they name),
+        # would ask through consumers that re-create a deleted topic unnoticed.
+        self._target, self._target_pending = None, True
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return self.limits.read_limit()
@@ -344,10 +348,14 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._report
 
     def _latest_offset(self, start: Offsets, limit: object) -> dict[str, str]:
+        if self._target_pending:  # Trigger.AvailableNow's first trigger: stop at these
+            self._target_pending = False
+            self._target = found = self._latest_positions(start)
+        elif self._target is not None:
+            found = self._latest_positions(start)
         if self._target is not None:
             # Checked as every trigger is (data loss, the subscription's hold), then
             # bounded by the positions of the moment Trigger.AvailableNow started.
-            found = self._latest_positions(start)
             latest = {}
             for topic in {**self._target, **start}:
                 at = start.get(topic, EARLIEST)
