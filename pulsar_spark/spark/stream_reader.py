@@ -159,10 +159,6 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         kept = self._subscription if self._subscription is not None else self._last_ids
         return 0 if kept is None else kept.attached
 
-    def last_ids(self, topics: list[str]) -> dict[str, MessageId | None]:
-        """The last message id of each partition (None: empty), see :meth:`ends`."""
-        return {topic: end.last for topic, end in self.ends(topics).items()}
-
     def _durable(self) -> StreamSubscription | None:
         if self.subscription_name is None:
             return None
