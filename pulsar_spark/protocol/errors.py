@@ -22,7 +22,7 @@ branch on policy rather than on message text::
     |   +-- WireError                protobuf wire format read by hand that is broken
     +-- EncodeError                  no   what we were asked to send cannot be framed
     +-- InvalidArgument              no   a value given by the caller (also a ValueError)
-    |   +-- InvalidMessageId         text that is not ``ledger:entry[:partition[:batch]]``
+    |   +-- InvalidMessageId         text (or serialized bytes) that is not a message id
     |   +-- UnknownCodec             a compression name Pulsar does not know
     +-- ServerError                  per code: an ERROR / SEND_ERROR from the broker
         +-- one class per ServerError code (see :func:`server_error`)
@@ -187,7 +187,7 @@ class InvalidArgument(PulsarError, ValueError):
 
 
 class InvalidMessageId(InvalidArgument):
-    """Text that is not a message id ``ledger:entry[:partition[:batch_index]]``."""
+    """Text (``ledger:entry[:partition[:batch_index]]``) or bytes that are not a message id."""
 
 
 class UnknownCodec(InvalidArgument):
