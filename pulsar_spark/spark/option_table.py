@@ -122,10 +122,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("endingOffsets", (), BATCH_READ, v.ending_offsets, "ending_offsets", "latest",
            "`latest` or JSON per topic or partition (exclusive; `latest` includes the last "
            "message)"),
-    Option("startingTime", ("startingTimestamp",), READ, v.publish_time, "starting_time", None,
+    Option("startingTime", ("startingTimestamp",), READ, v.starting_time, "starting_time", None,
            "publish time (epoch ms or ISO-8601) to start at, inclusive; excludes "
            "`startingOffsets`"),
-    Option("endingTime", ("endingTimestamp",), BATCH_READ, v.publish_time, "ending_time", None,
+    Option("endingTime", ("endingTimestamp",), BATCH_READ, v.ending_time, "ending_time", None,
            "publish time (epoch ms or ISO-8601) to stop before, exclusive; excludes "
            "`endingOffsets`"),
     Option("failOnDataLoss", (), READ, v.boolean, "fail_on_data_loss", "true",

@@ -11,9 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..protocol.errors import InvalidMessageId
 from ..protocol.message_id import MessageId
+from ..protocol.message_id_bytes import id_from_bytes
 from ..protocol.position import Position
 from .errors import PulsarOptionError
 
@@ -25,9 +28,12 @@ __all__ = ["OffsetSpec", "parse_time", "pattern_parts"]
 
 @dataclass(frozen=True)
 class OffsetSpec:
-    """``startingOffsets``/``endingOffsets``: a default and per-topic/partition positions.
+    """Where a read starts or ends: a default and per-topic/partition positions.
 
-    Positions are ``earliest``, ``latest`` or a message id (``from:`` the id).
+    ``startingOffsets``/``endingOffsets`` give ``earliest``, ``latest`` or a
+    message id (``from:`` the id; StreamNative's bytes give ``from:``/``after:``
+    the id's entry), ``startingTime``/``endingTime`` publish times (``time:``) or
+    earliest/latest.
     ``by_topic`` maps a full topic name to a position for every partition (or,
     for an id, the partition the id names); ``by_partition`` maps ``(full topic
     name, partition)`` to a position.
@@ -213,19 +219,56 @@ def parse_time(name: str, value: str) -> int:
     return (moment - _EPOCH) // dt.timedelta(milliseconds=1)  # exact, unlike timestamp()
 
 
-def publish_time(name: str, value: str) -> Position:
-    """``startingTime``/``endingTime``: a ``time:`` position (before 1970: from the start)."""
-    return Position.at_time(parse_time(name, value))
+def _time_position(name: str, where: str, value: object, *, ending: bool) -> Position:
+    """One publish time: epoch ms or ISO-8601, or StreamNative's -1 (earliest), -2 (latest)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        msg = f"{where}a time is epoch milliseconds, ISO-8601, -1 or -2, got {value!r}"
+        raise PulsarOptionError(name, msg)
+    text = str(value).strip()
+    word = {"-1": "earliest", "-2": "latest"}.get(text, text.lower())
+    if word == "earliest":
+        if ending:
+            raise PulsarOptionError(name, f"{where}an ending time cannot be earliest (-1)")
+        return Position.earliest()
+    if word == "latest":
+        return Position.latest()
+    try:
+        return Position.at_time(parse_time(name, text))
+    except PulsarOptionError as exc:
+        raise PulsarOptionError(name, f"{where}{exc.reason}") from None
 
 
-def _position(name: str, value: object, *, ending: bool) -> Position:
-    """One position inside an offsets JSON: earliest/latest/-2/-1 or an id string."""
+def _publish_times(name: str, value: str, *, ending: bool) -> OffsetSpec:
+    """``startingTime``/``endingTime``: one time for every partition, or JSON per topic
+    or partition (StreamNative's ``{"topic": ms}``, also ``{"topic": {"0": ms}}``);
+    topics the JSON leaves out read from their first message (start) or to their last
+    (end)."""
+    found = value.strip()
+    if not found.startswith("{"):
+        return OffsetSpec(_time_position(name, "", found, ending=ending))
+    expected = 'epoch ms, ISO-8601 or JSON like {"persistent://public/default/t": 1700000000000}'
+    return _per_topic(name, found, expected, ending=ending, position=_time_position)
+
+
+def starting_time(name: str, value: str) -> OffsetSpec:
+    return _publish_times(name, value, ending=False)
+
+
+def ending_time(name: str, value: str) -> OffsetSpec:
+    return _publish_times(name, value, ending=True)
+
+
+def _position(name: str, where: str, value: object, *, ending: bool) -> Position:
+    """One position inside an offsets JSON: earliest/latest/-2/-1, an id string, or a
+    message id's serialized bytes (StreamNative's form, see :func:`_streamnative_position`)."""
     if isinstance(value, bool):
         value = None  # not a number here
+    if isinstance(value, list):
+        return _streamnative_position(name, where, value, ending=ending)
     word = value.strip().lower() if isinstance(value, str) else None
     if value in (-2, "-2") or word == "earliest":
         if ending:
-            raise PulsarOptionError(name, "an ending position cannot be earliest (-2)")
+            raise PulsarOptionError(name, f"{where}an ending position cannot be earliest (-2)")
         return Position.earliest()
     if value in (-1, "-1") or word == "latest":
         return Position.latest()
@@ -233,26 +276,65 @@ def _position(name: str, value: object, *, ending: bool) -> Position:
         try:
             return Position.of(MessageId.parse(value), inclusive=True)
         except ValueError as exc:
-            raise PulsarOptionError(name, str(exc)) from None
+            raise PulsarOptionError(name, f"{where}{exc}") from None
     msg = (
-        f"a position is 'earliest' (-2), 'latest' (-1) or a message id "
-        f"'ledger:entry:partition:batch', got {value!r}"
+        f"{where}a position is 'earliest' (-2), 'latest' (-1), a message id "
+        f"'ledger:entry:partition:batch' or its bytes [8, ...], got {value!r}"
     )
     raise PulsarOptionError(name, msg)
 
 
-def _offsets(name: str, value: str, *, ending: bool) -> OffsetSpec:
-    from ..client.names import parse_topic
+def _streamnative_position(name: str, where: str, value: list[object], *, ending: bool) -> Position:
+    """A message id as StreamNative's JSON gives it: Java's ``MessageId.toByteArray()``
+    as a list of (signed) bytes.
 
+    StreamNative's positions are entries, and both ends are read: a start reads its
+    entry from its first message, an end to its last (a batch index does not narrow
+    either, as there), so the same job reads the same messages. A chunked message's id
+    starts at its first chunk. ``MessageId.earliest``/``latest`` are earliest/latest.
+    """
+    numbers = [b for b in value if isinstance(b, int) and not isinstance(b, bool)]
+    if not value or len(numbers) != len(value) or not all(-128 <= b <= 255 for b in numbers):
+        msg = f"{where}a message id's bytes are a list of integers from -128 to 255, got {value!r}"
+        raise PulsarOptionError(name, msg)
+    try:
+        found = id_from_bytes(bytes(b & 0xFF for b in numbers))
+    except InvalidMessageId as exc:
+        raise PulsarOptionError(name, f"{where}{exc}") from None
+    mid = found.message_id
+    if mid.is_earliest and ending:
+        raise PulsarOptionError(name, f"{where}an ending position cannot be MessageId.earliest")
+    if not ending and found.first_chunk is not None:
+        mid = found.first_chunk
+    entry = MessageId(mid.ledger, mid.entry, found.message_id.partition)
+    return Position.of(entry, inclusive=not ending)
+
+
+def _offsets(name: str, value: str, *, ending: bool) -> OffsetSpec:
     found = value.strip()
     if found.lower() in ("earliest", "latest"):
-        return OffsetSpec(_position(name, found, ending=ending))
+        return OffsetSpec(_position(name, "", found, ending=ending))
+    words = "'latest'" if ending else "'earliest', 'latest'"
+    expected = f'{words} or JSON like {{"topic": "ledger:entry:partition:batch"}}'
+    return _per_topic(name, found, expected, ending=ending, position=_position)
+
+
+def _per_topic(
+    name: str,
+    found: str,
+    expected: str,
+    *,
+    ending: bool,
+    position: Callable[..., Position],
+) -> OffsetSpec:
+    """JSON keyed by topic (a topic-partition key, or a topic's name with a map of
+    partition numbers), each value read by ``position``."""
+    from ..client.names import parse_topic
+
     try:
         data = json.loads(found)
     except ValueError:
-        allowed = "'latest'" if ending else "'earliest', 'latest'"
-        msg = f'expected {allowed} or JSON like {{"topic": "ledger:entry:partition:batch"}}'
-        raise PulsarOptionError(name, f"{msg}, got {value!r}") from None
+        raise PulsarOptionError(name, f"expected {expected}, got {found!r}") from None
     if not isinstance(data, dict) or not data:
         raise PulsarOptionError(name, "the JSON must be a non-empty object keyed by topic")
     by_topic: dict[str, Position] = {}
@@ -262,18 +344,20 @@ def _offsets(name: str, value: str, *, ending: bool) -> OffsetSpec:
             parsed = parse_topic(key)
         except ValueError as exc:
             raise PulsarOptionError(name, str(exc)) from None
+        where = f"{key!r}: "
         if isinstance(item, dict):  # Kafka style: {"topic": {"0": pos, "1": pos}}
             if parsed.partition >= 0:
                 msg = f"{key!r} names a partition; give partitions under the topic's name"
                 raise PulsarOptionError(name, msg)
             for part, pos in item.items():
                 index = _int(name, str(part), minimum=-1)
-                by_partition[(str(parsed), index)] = _position(name, pos, ending=ending)
+                at = f"{key!r} partition {part}: "
+                by_partition[(str(parsed), index)] = position(name, at, pos, ending=ending)
         elif parsed.partition >= 0:
-            where = (str(parsed.base), parsed.partition)
-            by_partition[where] = _position(name, item, ending=ending)
+            at_partition = (str(parsed.base), parsed.partition)
+            by_partition[at_partition] = position(name, where, item, ending=ending)
         else:
-            by_topic[str(parsed)] = _position(name, item, ending=ending)
+            by_topic[str(parsed)] = position(name, where, item, ending=ending)
     default = Position.latest() if ending else Position.earliest()
     return OffsetSpec(default, tuple(sorted(by_topic.items())), tuple(sorted(by_partition.items())))
 

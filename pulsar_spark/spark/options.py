@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..client.chunk_limits import ChunkLimits
-from ..protocol.position import Position
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo
 from . import option_migration as migration
 from . import option_passthrough as passthrough
@@ -93,8 +92,8 @@ class PulsarOptions:
     topics_pattern: str | None
     starting_offsets: OffsetSpec
     ending_offsets: OffsetSpec
-    starting_time: Position | None
-    ending_time: Position | None
+    starting_time: OffsetSpec | None
+    ending_time: OffsetSpec | None
     fail_on_data_loss: bool
     min_partitions: int | None
     schema_mode: str
@@ -289,9 +288,11 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
     values = {option.name: _value(option, given.get(option.name)) for option in OPTIONS}
     start, end = values["startingTime"], values["endingTime"]
     if (
-        isinstance(start, Position)
-        and isinstance(end, Position)
-        and ((end.time_ms or 0) < (start.time_ms or 0))
+        isinstance(start, OffsetSpec)
+        and isinstance(end, OffsetSpec)
+        and start.default.kind == end.default.kind == "time"
+        and not (start.is_json or end.is_json)
+        and ((end.default.time_ms or 0) < (start.default.time_ms or 0))
     ):
         raise PulsarOptionError(option="endingTime", message="is before startingTime")
     if values["subscriptionMode"] is False and values["subscriptionName"] is not None:

@@ -185,7 +185,13 @@ def _offset_for(
 def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionRange]:
     """One range per partition of every topic read, bounds applied."""
     topics = resolve_topics(client, options)
+    # startingTime/endingTime exclude startingOffsets/endingOffsets: one spec per side.
     starting, ending = options.starting_offsets, options.ending_offsets
+    start_option, end_option = "startingOffsets", "endingOffsets"
+    if options.starting_time is not None:
+        starting, start_option = options.starting_time, "startingTime"
+    if options.ending_time is not None:
+        ending, end_option = options.ending_time, "endingTime"
     known_topics: set[str] = set()
     known_partitions: set[tuple[str, int]] = set()  # partition -1: a topic without any
     ranges = []
@@ -197,17 +203,11 @@ def plan_ranges(client: PulsarClient, options: PulsarOptions) -> list[PartitionR
             index = base_topic(name)[1] if partitioned else -1
             known_partitions.add((topic, index))
             start = (
-                options.starting_time
-                or _offset_for("startingOffsets", starting, topic, index, partitioned)
-                or starting.default
+                _offset_for(start_option, starting, topic, index, partitioned) or starting.default
             )
-            end = (
-                options.ending_time
-                or _offset_for("endingOffsets", ending, topic, index, partitioned)
-                or ending.default
-            )
+            end = _offset_for(end_option, ending, topic, index, partitioned) or ending.default
             ranges.append(PartitionRange(name, start, end))
-    for option, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
+    for option, spec in ((start_option, starting), (end_option, ending)):
         unknown = [t for t, _ in spec.by_topic if t not in known_topics]
         for (t, i), _ in spec.by_partition:
             if (t, i) not in known_partitions:

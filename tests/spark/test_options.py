@@ -122,9 +122,9 @@ def test_required_exclusive_and_bad_values_name_the_option() -> None:
 
 
 def test_times_and_offsets() -> None:
-    def ms(position: Position | None) -> int | None:
-        assert position is not None and position.kind == "time"
-        return position.time_ms
+    def ms(spec: OffsetSpec | None) -> int | None:
+        assert spec is not None and not spec.is_json and spec.default.kind == "time"
+        return spec.default.time_ms
 
     assert ms(_parse(startingTime="1700000000000").starting_time) == 1_700_000_000_000
     assert ms(_parse(startingTime="2023-11-14T22:13:20Z").starting_time) == 1_700_000_000_000
