@@ -90,7 +90,8 @@ class ArrowSink:
     def add(self, message: Delivered, pick: Pick) -> None:
         # split=False: the builder locates the items of many entries at once.
         entry = message.open(split=False)
-        self._builder.add(entry, pick(entry))
+        chunked = message.begins != (message.ledger, message.entry)
+        self._builder.add(entry, pick(entry), first_chunk=message.begins if chunked else None)
 
     @property
     def full(self) -> bool:

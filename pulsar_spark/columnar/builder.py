@@ -5,7 +5,9 @@ copies each entry's decompressed payload into one reusable Arrow buffer and
 records a few numbers per entry; :meth:`~ArrowBatchBuilder.build` decodes
 every item's SingleMessageMetadata at once with NumPy (:mod:`.smm_columns`)
 and gathers keys, values and properties from that buffer in bulk. Ids are
-formatted by Arrow compute from per-entry prefixes and batch indexes.
+formatted by Arrow compute from per-entry prefixes and batch indexes; what their text
+leaves out (each item's batch size, a chunked message's first chunk) goes in the
+batch's schema metadata (:func:`~.message_id_column.with_id_parts`).
 
 Items of entries added unsplit are located in bulk (:mod:`.items`), their
 places checked against their metadata (:mod:`.guesses`); :mod:`.row_columns`
@@ -28,6 +30,7 @@ from ..protocol.topics import base_topic
 from .arrays import Bytes, Int64s, Ints, Mask
 from .guesses import Relocate, check_guesses, place
 from .items import locate_by_headers, locate_items, locate_uniform
+from .message_id_column import with_id_parts
 from .pool import Pool
 from .row_columns import (
     broker_index_column,
@@ -101,14 +104,25 @@ class ArrowBatchBuilder:
         self._has_index: list[bool] = []
         # Per entry: the schema version its messages carry (None: none).
         self._schema_versions: list[int | None] = []
+        # Per entry: its batch's size (0: not batched), and for a chunked message the
+        # (ledger, entry) of its first chunk (None: not chunked).
+        self._batch_sizes: list[int] = []
+        self._first_chunks: list[tuple[int, int] | None] = []
 
     @property
     def value_bytes(self) -> int:
         """Bytes held for the rows so far (payloads and their metadata)."""
         return self._pool.used
 
-    def add(self, entry: Entry, positions: Sequence[int] | None = None) -> None:
-        """Append the messages of ``entry`` at ``positions`` (all by default).
+    def add(
+        self,
+        entry: Entry,
+        positions: Sequence[int] | None = None,
+        *,
+        first_chunk: tuple[int, int] | None = None,
+    ) -> None:
+        """Append the messages of ``entry`` at ``positions`` (all by default);
+        ``first_chunk``: the (ledger, entry) where a chunked message began.
 
         The entry's items need not be located yet (``open_entry(split=False)``):
         :meth:`build` locates those of all entries at once.
@@ -136,6 +150,8 @@ class ArrowBatchBuilder:
         self._base_seqs.append(meta.sequence_id)
         self._prefixes.append(f"{entry.ledger}:{entry.entry}:{entry.partition}:")
         self._schema_versions.append(entry_schema_version(meta))
+        self._batch_sizes.append(meta.num_messages_in_batch if entry.batched else 0)
+        self._first_chunks.append(first_chunk)
         bem = entry.broker_entry_metadata
         has_index = bem is not None and bem.HasField("index")
         self._broker_times.append(bem.broker_timestamp if bem is not None else 0)
@@ -342,7 +358,17 @@ class ArrowBatchBuilder:
             broker_index_column(self._has_index, self._first_index, row_entry, batch_indexes),
             schema_version_column(self._schema_versions, row_entry),
         ]
-        return pa.RecordBatch.from_arrays(columns, schema=ROW_SCHEMA)
+        return pa.RecordBatch.from_arrays(columns, schema=self._id_schema(row_entry))
+
+    def _id_schema(self, row_entry: Ints) -> pa.Schema:
+        """:data:`ROW_SCHEMA` carrying the rows' batch sizes and first chunks."""
+        sizes = np.array(self._batch_sizes, np.int64)[row_entry]
+        chunked = [e for e, first in enumerate(self._first_chunks) if first is not None]
+        if not chunked:
+            return with_id_parts(ROW_SCHEMA, sizes, np.empty(0, np.int64), np.empty((0, 2)))
+        rows = np.flatnonzero(np.isin(row_entry, chunked))
+        firsts = np.array([self._first_chunks[int(e)] for e in row_entry[rows]], np.int64)
+        return with_id_parts(ROW_SCHEMA, sizes, rows, firsts)
 
     def _message_ids(self, n: int, row_entry: Ints, batch_indexes: Ints) -> pa.Array:
         """``ledger:entry:partition:batchIndex`` of every row."""

@@ -35,7 +35,8 @@ from .option_crypto import warn_unredacted_keys  # noqa: E402
 from .options import PulsarOptions, Scope, parse_options  # noqa: E402
 from .read_schema import ReadSchema  # noqa: E402
 from .reader import PulsarBatchReader  # noqa: E402
-from .spark_types import spark_schema  # noqa: E402
+from .spark_types import arrow_for, spark_schema  # noqa: E402
+from .streamnative_rows import STREAMNATIVE, SinkColumns, sink_columns  # noqa: E402
 from .writer import PulsarArrowWriter, check_columns, plan_topic_writes  # noqa: E402
 
 if TYPE_CHECKING:  # loaded on first use: they need pyspark features a read does not
@@ -87,15 +88,16 @@ def _check_consume_marked(schema: StructType, parsed: PulsarOptions) -> None:
     """``cryptoFailureAction=consume`` hands on a message that does not decrypt as it
     is, ciphertext in ``value``, marked only by its ``properties``
     (``pulsar.encryption.keys``...): a projection must keep that column."""
-    if parsed.crypto_failure_action != "consume" or "properties" in schema.names:
+    column = "__messageProperties" if parsed.row_layout == STREAMNATIVE else "properties"
+    if parsed.crypto_failure_action != "consume" or column in schema.names:
         return
     msg = (
         "is consume, which hands on a message that does not decrypt as it is (its `value` "
-        "is ciphertext), marked as such only by its `properties` column "
+        f"is ciphertext), marked as such only by its `{column}` column "
         "(pulsar.encryption.keys and more). The schema given to the read ("
         + ", ".join(schema.names)
-        + ") leaves out the column `properties`, so its ciphertext could not be told from "
-        "data: add `properties map<string,string>` to .schema(...), or use "
+        + f") leaves out the column `{column}`, so its ciphertext could not be told from "
+        f"data: add `{column} map<string,string>` to .schema(...), or use "
         "cryptoFailureAction fail (the default) or discard"
     )
     raise PulsarOptionError(option="cryptoFailureAction", message=msg)
@@ -117,6 +119,14 @@ def _check_consume_raw(read: ReadSchema, parsed: PulsarOptions) -> None:
     raise PulsarOptionError(option="cryptoFailureAction", message=msg)
 
 
+def _sink_columns(schema: StructType) -> tuple[SinkColumns, StructType]:
+    """How the DataFrame's columns are written (StreamNative's ``__key``... columns, and
+    its other columns made into ``value``: :func:`.streamnative_rows.sink_columns`), and
+    the sink's columns then."""
+    columns = sink_columns(arrow_for(schema))
+    return columns, (spark_schema(columns.schema) if columns.maps else schema)
+
+
 class PulsarDataSource(DataSource):
     """Apache Pulsar topics as a Spark batch source and sink (format ``"pulsar"``)."""
 
@@ -135,7 +145,7 @@ class PulsarDataSource(DataSource):
         now, once (see :mod:`.read_schema`)."""
         if self._selects_nothing():
             return SPARK_SCHEMA  # a write, or a read that _check_read refuses
-        return spark_schema(self._planned().arrow)
+        return spark_schema(self._planned().columns)
 
     def _selects_nothing(self) -> bool:
         parsed = self.parsed
@@ -155,7 +165,7 @@ class PulsarDataSource(DataSource):
             raise PulsarOptionError(option="topic", message=msg)
         read = self._planned()
         _check_consume_raw(read, self.parsed)
-        expected = spark_schema(read.arrow)
+        expected = spark_schema(read.columns)
         if schema != expected:
             _check_projection(schema, expected)
             _check_consume_marked(schema, self.parsed)
@@ -175,9 +185,10 @@ class PulsarDataSource(DataSource):
             )
             raise PulsarWriteError(msg)
         self.parsed.check_scope(Scope.BATCH_WRITE)
+        columns, schema = _sink_columns(schema)
         check_columns(schema, self.parsed)
         plans = plan_topic_writes(self.parsed, schema)
-        return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()), plans)
+        return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()), plans, columns)
 
     def streamReader(self, schema: StructType) -> PulsarStreamReader:
         from .stream_reader import PulsarStreamReader
@@ -193,6 +204,7 @@ class PulsarDataSource(DataSource):
             msg = 'the pulsar sink only appends: use outputMode("append")'
             raise PulsarWriteError(msg)
         self.parsed.check_scope(Scope.STREAM_WRITE)
+        columns, schema = _sink_columns(schema)
         check_columns(schema, self.parsed)
         plans = plan_topic_writes(self.parsed, schema)
-        return PulsarStreamWriter(self.parsed, tuple(schema.fieldNames()), plans)
+        return PulsarStreamWriter(self.parsed, tuple(schema.fieldNames()), plans, columns)

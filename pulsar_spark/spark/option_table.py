@@ -31,6 +31,7 @@ from . import option_trigger as trig
 from . import option_values as v
 from .errors import PulsarOptionError
 from .option_auth import auth_plugin
+from .streamnative_rows import row_layout
 
 __all__ = ["OPTIONS", "Option", "Scope", "by_spelling", "markdown_table"]
 
@@ -194,6 +195,11 @@ OPTIONS: tuple[Option, ...] = (
            "`fail`: a value that does not decode fails the task, naming the message id, "
            "schema version and field; `deadLetter`: its `value` is null and a `decodeError` "
            "column holds the error (null for the rows that decoded)"),
+    Option("rowLayout", (), READ, row_layout, "row_layout", "pulsar-spark",
+           "`pulsar-spark`: the columns of [the row schema](#the-row-schema); `streamnative`: "
+           "StreamNative's (a record's fields, or `value`, then `__key`, `__topic`, "
+           "`__messageId`, `__publishTime`, `__eventTime`, `__messageProperties`), see "
+           "[the rows are different](#the-rows-are-different)"),
     Option("valueSchemaType", (), WRITE, sch.value_schema_type, "value_schema_type", "avro",
            "the schema a struct `value` is written with: `avro` or `json`"),
     Option("recordName", (), WRITE, v.non_empty, "record_name", "topLevelRecord",

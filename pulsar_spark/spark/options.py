@@ -101,6 +101,7 @@ class PulsarOptions:
     json_schema: SchemaInfo | None
     protobuf_schema: SchemaInfo | None
     decode_error_mode: str
+    row_layout: str
     value_schema_type: str
     record_name: str
     record_namespace: str | None

@@ -15,8 +15,9 @@ its schema (``load()``). The reader schema is, in order:
 The :class:`ReadSchema` goes to every task (it pickles small): the reader
 schema, its version, and the Arrow row schema of the read: :data:`ROW_SCHEMA`
 with ``value`` of the decoded type (for KEY_VALUE, ``key`` too) and, in
-dead-letter mode, a ``decodeError`` string column at the end. Nothing here
-imports pyspark.
+dead-letter mode, a ``decodeError`` string column at the end; and the layout
+of the columns Spark gets (``rowLayout``: those, or StreamNative's made of them,
+:mod:`.streamnative_rows`). Nothing here imports pyspark.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -39,6 +40,7 @@ from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
 from .errors import TopicSchemaError
 from .option_schema import DEAD_LETTER, RAW
 from .options import PulsarOptions
+from .streamnative_rows import PULSAR_SPARK, STREAMNATIVE, streamnative_schema
 
 __all__ = [
     "DECODE_ERROR",
@@ -78,6 +80,22 @@ class ReadSchema:
     unplanned: str | None = None
     #: ``schemaMode=raw``: bytes whatever the topics' schemas, now or later.
     raw: bool = False
+    #: ``rowLayout``: the columns Spark gets, :attr:`arrow`'s or StreamNative's.
+    layout: str = PULSAR_SPARK
+
+    @property
+    def columns(self) -> pa.Schema:
+        """The Arrow schema of the rows Spark gets: :attr:`arrow`, or under
+        ``rowLayout=streamnative`` StreamNative's columns made of it.
+
+        Raises:
+            TopicSchemaError: values StreamNative's layout cannot hold (KEY_VALUE, a record
+                field named like a metadata column).
+        """
+        if self.layout != STREAMNATIVE:
+            return self.arrow
+        key_value = self.reader is not None and self.reader.type is SchemaType.KEY_VALUE
+        return streamnative_schema(self.arrow, key_value=key_value, origin=self.origin)
 
     @property
     def passes_through(self) -> bool:
@@ -217,12 +235,16 @@ def plan_read_schema(client: PulsarClient, options: PulsarOptions, topics: list[
 
 def plan_for(options: PulsarOptions) -> ReadSchema:
     """:func:`plan_read_schema` with a client of its own (none in raw mode, nor with a
-    user schema of another kind than a broker could hold).
+    user schema of another kind than a broker could hold), in the ``rowLayout`` asked for.
 
     A broker that cannot be reached, or topics that cannot be listed, do not fail
     planning (``load()`` never reached the broker before schemas): the read declares
     binary values and :func:`check_unplanned` plans again when the read starts.
     """
+    return replace(_plan_values(options), layout=options.row_layout)
+
+
+def _plan_values(options: PulsarOptions) -> ReadSchema:
     from .connect import open_client
     from .ranges import resolve_topics
 

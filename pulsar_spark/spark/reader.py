@@ -12,7 +12,7 @@ Arrow record batches with the row schema, values decoded as the read's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -29,6 +29,7 @@ from .ranges import PartitionRange, fix_ends, plan_ranges, read_range
 from .read_schema import ReadSchema, check_unplanned
 from .spark_types import arrow_for, to_spark_arrow
 from .splits import split_ranges
+from .streamnative_rows import STREAMNATIVE, streamnative_batch
 from .value_decode import ValueDecoder
 
 __all__ = ["PulsarBatchReader", "PulsarInputPartition", "typed_batches"]
@@ -91,21 +92,29 @@ def typed_batches(
     *,
     stream: bool,
 ) -> Iterator[pa.RecordBatch]:
-    """``batches`` of ``topic`` with values decoded as ``read`` says, cast to ``target``
-    (the Arrow schema Spark expects: all the row schema's columns, or those the user's
-    ``.schema(...)`` named). Each schema version is fetched once."""
+    """``batches`` of ``topic`` with values decoded as ``read`` says, laid out as its
+    ``rowLayout`` says (StreamNative's columns made of each decoded batch and the ids
+    the read batch carries, :func:`.streamnative_rows.streamnative_batch`), cast to
+    ``target`` (the Arrow schema Spark expects: all the read's columns, or those the
+    user's ``.schema(...)`` named). Each schema version is fetched once."""
     names = target.names
-    if read.passes_through:
+    streamnative = read.layout == STREAMNATIVE
+    if read.passes_through and not streamnative:
         if names == ROW_SCHEMA.names:
             yield from batches  # raw: the row schema as it is
         else:
             for batch in batches:
                 yield to_spark_arrow(batch.select(names), target)
         return
-    fetch, latest = partial(client.get_schema, topic), partial(client.get_schema, topic, None)
-    decode = ValueDecoder(read, topic, fetch, stream=stream, latest=latest)
+    decode: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
+    if not read.passes_through:
+        fetch = partial(client.get_schema, topic)
+        latest = partial(client.get_schema, topic, None)
+        decode = ValueDecoder(read, topic, fetch, stream=stream, latest=latest)
     for batch in batches:
-        decoded = decode(batch)
-        if decoded.schema.names != names:
+        decoded = batch if decode is None else decode(batch)
+        if streamnative:
+            decoded = streamnative_batch(decoded, batch.schema, names)
+        elif decoded.schema.names != names:
             decoded = decoded.select(names)
         yield to_spark_arrow(decoded, target)

@@ -31,6 +31,7 @@ import pyarrow as pa
 from .compat import require_spark
 from .errors import StreamWriteError
 from .options import PulsarOptions
+from .streamnative_rows import SinkColumns
 from .write_schema import WritePlan
 from .writer import PulsarArrowWriter, PulsarCommitMessage
 
@@ -67,8 +68,9 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         options: PulsarOptions,
         columns: tuple[str, ...],
         plans: dict[str, WritePlan] | None = None,
+        sink: SinkColumns | None = None,
     ) -> None:
-        super().__init__(options, columns, plans)
+        super().__init__(options, columns, plans, sink)
         self._base = self._next_row = 0
 
     def _task(self) -> tuple[str, int, int]:

@@ -12,6 +12,8 @@ binary is encoded with the schema :mod:`.write_schema` plans for its topic
 (the topic's own when the DataFrame fits it, else one derived from the
 DataFrame), which the producer registers; the topic option's plan is made on
 the driver, so a DataFrame that does not fit fails before any task runs.
+StreamNative's columns (``__topic``, ``__key``..., and the columns that make
+up its value) are mapped to these first (:mod:`.streamnative_rows`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .connect import open_client
 from .errors import PulsarOptionError, PulsarWriteError
 from .option_schema import RAW
 from .options import PulsarOptions
+from .streamnative_rows import SinkColumns
 from .write_schema import RowEncoder, WritePlan, plan_write
 
 __all__ = [
@@ -166,9 +169,12 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         options: PulsarOptions,
         columns: tuple[str, ...],
         plans: dict[str, WritePlan] | None = None,
+        sink: SinkColumns | None = None,
     ) -> None:
         self.options = options
         self.columns = columns
+        #: How the DataFrame's own columns become ``columns`` (StreamNative's, mapped).
+        self.sink = sink
         #: Write plans made on the driver, by topic (others are made in the task).
         self.plans = dict(plans or {})
 
@@ -222,6 +228,8 @@ class PulsarArrowWriter(DataSourceArrowWriter):
 
     def _routed(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.Table]]:
         """(topic, rows to send there), the rows as send_batch takes them."""
+        if self.sink is not None:
+            batch = self.sink.apply(batch)
         columns: dict[str, pa.Array] = {
             name: batch.column(name)
             for name in ("value", "key", "properties")
