@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..client.chunk_limits import ChunkLimits
+from ..protocol.position import Position
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo
 from . import option_migration as migration
 from . import option_passthrough as passthrough
@@ -166,12 +167,18 @@ class PulsarOptions:
         )
 
     def for_stream_read(self) -> PulsarOptions:
-        """These options as a stream reads them: stream defaults for options not given."""
-        changes = {
+        """These options as a stream reads them: stream defaults for options not given;
+        partitions a start's JSON leaves out start where a stream starts, at the latest
+        message (as StreamNative's streams do)."""
+        changes: dict[str, object] = {
             o.field: o.parse(o.name, o.stream_default)
             for o in OPTIONS
             if o.stream_default is not None and o.field and o.name not in self.given
         }
+        for field in ("starting_offsets", "starting_time"):
+            spec = changes.get(field, getattr(self, field))
+            if isinstance(spec, OffsetSpec) and spec.is_json:
+                changes[field] = dataclasses.replace(spec, default=Position.latest())
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
