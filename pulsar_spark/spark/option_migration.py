@@ -108,13 +108,26 @@ FOREIGN: tuple[Foreign, ...] = (
             "same (a Java regex; a name without a namespace means `public/default`)",
             "topicsPattern", example="persistent://public/default/t-.*"),
     Foreign("startingOffsets", BOTH, Kind.ALIAS,
-            "same words (`earliest`, `latest`); JSON positions are per topic or partition "
-            "with readable message ids", "startingOffsets", example="earliest"),
-    Foreign("endingOffsets", SN, Kind.ALIAS, "same words; JSON as for startingOffsets",
-            "endingOffsets", example="latest"),
-    Foreign("startingTime", BOTH, Kind.ALIAS, "same (epoch ms; ISO-8601 also taken)",
+            "same: `earliest`, `latest` and their JSON (`JsonUtils.topicOffsets`: per "
+            "topic-partition, a message id's `toByteArray()` bytes, `MessageId.earliest`/"
+            "`latest` too), read as they read it: the id's whole entry, that message included "
+            "(a batch index does not narrow it); topics left out start at `earliest` (batch) "
+            "or `latest` (streams). Readable ids (`ledger:entry:partition:batch`, one "
+            "message) may be mixed in", "startingOffsets", example="earliest"),
+    Foreign("endingOffsets", SN, Kind.ALIAS,
+            "same: `latest` and their JSON, whose ids are read up to their entry's last "
+            "message (their end message is included, as there; readable ids are exclusive "
+            "ends); topics left out end at `latest`", "endingOffsets", example="latest"),
+    Foreign("startingTime", BOTH, Kind.ALIAS,
+            "same: epoch ms or their JSON per topic-partition (`{\"topic\": ms}`, -1 "
+            "earliest, -2 latest; topics left out start at `earliest`, streams `latest`), "
+            "the first message published at or after it; ISO-8601 also taken",
             "startingTime", example="1700000000000"),
-    Foreign("endingTime", SN, Kind.ALIAS, "same (epoch ms; ISO-8601 also taken)",
+    Foreign("endingTime", SN, Kind.ALIAS,
+            "same values as startingTime (JSON: topics left out end at `latest`); differs: "
+            "the read stops before the first message published at or after it, where "
+            "theirs also returned that message's entry (so `[t1, t2)` and `[t2, t3)` "
+            "overlapped; Kafka's endingTimestamp is exclusive too)",
             "endingTime", example="1700000000000"),
     Foreign("failOnDataLoss", BOTH, Kind.ALIAS,
             "same; the default is `true` (StreamNative's code defaulted to false)",

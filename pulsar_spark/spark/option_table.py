@@ -118,16 +118,20 @@ OPTIONS: tuple[Option, ...] = (
            "a regex over the topics of one namespace, e.g. "
            "`persistent://public/default/orders-.*` (no namespace: `public/default`)"),
     Option("startingOffsets", (), READ, v.starting_offsets, "starting_offsets", "earliest",
-           "`earliest`, `latest` or JSON per topic or partition (inclusive)",
+           "`earliest`, `latest` or JSON per topic or partition: readable message ids "
+           "(inclusive) or StreamNative's `toByteArray()` bytes (their entry, inclusive); "
+           "partitions left out start at the default",
            stream_default="latest"),
     Option("endingOffsets", (), BATCH_READ, v.ending_offsets, "ending_offsets", "latest",
-           "`latest` or JSON per topic or partition (exclusive; `latest` includes the last "
-           "message)"),
+           "`latest` or JSON per topic or partition: readable message ids (exclusive) or "
+           "StreamNative's bytes (their entry included); `latest` includes the last message"),
     Option("startingTime", ("startingTimestamp",), READ, v.starting_time, "starting_time", None,
-           "publish time (epoch ms or ISO-8601) to start at, inclusive; excludes "
-           "`startingOffsets`"),
+           "publish time (epoch ms or ISO-8601) to start at, inclusive, or JSON per topic "
+           "or partition (`{\"orders\": 1700000000000}`; -1 earliest, -2 latest; "
+           "partitions left out start at the default); excludes `startingOffsets`"),
     Option("endingTime", ("endingTimestamp",), BATCH_READ, v.ending_time, "ending_time", None,
-           "publish time (epoch ms or ISO-8601) to stop before, exclusive; excludes "
+           "publish time (epoch ms or ISO-8601) to stop before, exclusive, or JSON per "
+           "topic or partition (-2 latest; partitions left out end at `latest`); excludes "
            "`endingOffsets`"),
     Option("failOnDataLoss", (), READ, v.boolean, "fail_on_data_loss", "true",
            "fail, naming topic, positions and cause, when messages a read needs are gone: "
