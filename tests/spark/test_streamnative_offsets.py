@@ -328,3 +328,15 @@ def test_a_chunked_messages_id_starts_at_its_first_chunk() -> None:
     end = parse_options({**given, "endingOffsets": json.dumps({"t": raw})})
     assert str(start.starting_offsets.by_topic[0][1]) == "from:7:6:-1:-1"
     assert str(end.ending_offsets.by_topic[0][1]) == "after:7:9:-1:-1"
+
+
+def test_single_times_take_streamnatives_sentinels() -> None:
+    given = {"service.url": URL, "topic": "t"}
+    start = parse_options({**given, "startingTime": "-2"}).starting_time
+    assert start is not None and str(start.default) == "latest"
+    start = parse_options({**given, "startingTime": "-1"}).starting_time
+    assert start is not None and str(start.default) == "earliest"
+    with pytest.raises(PulsarOptionError, match="'endingTime': an ending time cannot be earliest"):
+        parse_options({**given, "endingTime": "-1"})
+    with pytest.raises(PulsarOptionError, match="'endingTime': is before startingTime"):
+        parse_options({**given, "startingTime": "2000", "endingTime": "1000"})
