@@ -24,8 +24,9 @@ rows (left out when none is). Batches made otherwise carry neither: their ids co
 without batch sizes.
 
 :func:`id_bytes_column` lays every row's fields out side by side in a NumPy byte
-matrix (a tag and ten varint bytes per field), masks what a row does not write and
-flattens it: no Python step per row.
+matrix (a tag and as many varint bytes per field as its largest value needs; fields no
+row has are left out), masks what a row does not write and flattens it: no Python step
+per row.
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ __all__ = ["IdParts", "id_parts", "id_bytes_column", "parse_message_ids", "with_
 #: Schema metadata keys of a built batch (see the module docstring).
 BATCH_SIZES = b"pulsar.batchSizes"
 FIRST_CHUNKS = b"pulsar.firstChunks"
-
-_SHIFTS = np.arange(10, dtype=np.uint64) * np.uint64(7)
-_COLUMNS = np.arange(10)
 
 
 @dataclass(frozen=True)
@@ -106,23 +104,22 @@ def parse_message_ids(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return numbers.reshape(-1, 4)
 
 
-def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per value (non-negative), its ten possible varint bytes and which of them it uses."""
-    wide = values.astype(np.uint64)[:, None] >> _SHIFTS
-    used = np.maximum((wide != 0).sum(axis=1), 1)
-    data = (wide & np.uint64(0x7F)).astype(np.uint8)
-    data |= np.where((used - 1)[:, None] > _COLUMNS, np.uint8(0x80), np.uint8(0))
-    return data, used[:, None] > _COLUMNS
-
-
 def _field(
     tag: int, values: np.ndarray, present: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A field's bytes (tag, then the varint) and mask per row, and its size per row."""
-    n = len(values)
-    data, used = _varints(np.where(present, values, 0))
-    block = np.concatenate([np.full((n, 1), tag, np.uint8), data], axis=1)
-    mask = np.concatenate([present[:, None], used & present[:, None]], axis=1)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A field's bytes per row (its tag, then its varint, as wide as the largest value
+    needs), which of them a row writes, and its size per row; None when no row has it."""
+    if not present.any():
+        return None
+    wide = np.where(present, values, 0).astype(np.uint64)
+    width = max(1, (int(wide.max()).bit_length() + 6) // 7)
+    columns = np.arange(width)
+    groups = wide[:, None] >> (columns.astype(np.uint64) * np.uint64(7))
+    used = np.maximum((groups != 0).sum(axis=1), 1)
+    data = (groups & np.uint64(0x7F)).astype(np.uint8)
+    data |= np.where((used - 1)[:, None] > columns, np.uint8(0x80), np.uint8(0))
+    block = np.concatenate([np.full((len(wide), 1), tag, np.uint8), data], axis=1)
+    mask = np.concatenate([present[:, None], (used[:, None] > columns) & present[:, None]], axis=1)
     return block, mask, mask.sum(axis=1)
 
 
@@ -138,8 +135,8 @@ def id_bytes_column(ids: np.ndarray, parts: IdParts) -> pa.BinaryArray:
         _field(0x10, parts.first_entries, chunked),
         _field(0x18, partition, chunked & (partition >= 0)),
     ]
-    inner_size = inner[0][2] + inner[1][2] + inner[2][2]
-    fields = [
+    inner_size = sum((f[2] for f in inner if f is not None), np.zeros(n, np.int64))
+    found = [
         _field(0x08, ledger, every),
         _field(0x10, entry, every),
         _field(0x18, partition, partition >= 0),
@@ -148,6 +145,9 @@ def id_bytes_column(ids: np.ndarray, parts: IdParts) -> pa.BinaryArray:
         _field(0x3A, inner_size, chunked),  # the nested message's length (< 128: one byte)
         *inner,
     ]
+    fields = [f for f in found if f is not None]
+    if not fields:  # no rows
+        return pa.array([], pa.binary())
     block = np.concatenate([f[0] for f in fields], axis=1)
     mask = np.concatenate([f[1] for f in fields], axis=1)
     sizes = sum(f[2] for f in fields)

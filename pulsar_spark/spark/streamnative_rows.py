@@ -94,9 +94,9 @@ _FROM_OURS = {
     "__eventTime": "eventTime",
     "__messageProperties": "properties",
 }
-#: The metadata columns a write takes, and the column of ours each becomes.
-_WRITTEN = {"__topic": "topic", "__key": "key", "__eventTime": "eventTime",
-            "__messageProperties": "properties"}  # fmt: skip
+#: The metadata columns a write takes (:func:`_check_meta` says which column of ours each
+#: becomes: topic, key, eventTime, properties).
+_WRITTEN = frozenset({"__topic", "__key", "__eventTime", "__messageProperties"})
 #: The columns of our own shape (with ``value``, or refused without it, as before).
 _OURS = ALLOWED_COLUMNS | {"topic"}
 #: The metadata columns a write leaves out (with a WARNING), as StreamNative's sink does.

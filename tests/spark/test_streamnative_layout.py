@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
+from pulsar_spark.client import PulsarClient
 from pulsar_spark.columnar.message_id_column import (
     IdParts,
     id_bytes_column,
@@ -49,6 +50,9 @@ META = [
     ("__eventTime", T.TimestampType()),
     ("__messageProperties", T.MapType(T.StringType(), T.StringType(), True)),
 ]
+
+#: The chunked message's value.
+CHUNKED = b"c" * 10_000
 
 # -- units ---------------------------------------------------------------------------------
 
@@ -228,7 +232,7 @@ def _official_ids(url: str, topics: list[str]) -> dict[Any, tuple[str, bytes]]:
 @pytest.fixture(scope="module")
 def topics(apache_pulsar) -> dict[str, str]:
     """An AVRO record topic (one batch of 3, then one message alone) and a 2-partition topic
-    without a schema (messages alone), written once by the official client."""
+    without a schema (messages alone, and one in chunks), written once."""
     from pulsar.schema import AvroSchema
 
     url, base = apache_pulsar.service_url, f"sn-{secrets.token_hex(4)}"
@@ -254,6 +258,11 @@ def topics(apache_pulsar) -> dict[str, str]:
         for i in range(4):
             parts.send(b"v%d" % i, partition_key=f"key{i}")
         parts.close()
+    with PulsarClient(url) as ours:  # a message in 3 chunks (its id names its first one)
+        chunks = ours.create_producer(names["parts"] + "-partition-0", batching=False,
+                                      chunk_max_size=4096)  # fmt: skip
+        with chunks:
+            chunks.send(CHUNKED, "key4")
     return names
 
 
@@ -311,8 +320,9 @@ def test_partitions_are_named_and_ids_match_the_official_client(
     official = _official_ids(url, [f"{topics['parts']}-partition-{i}" for i in range(2)])
     got = {bytes(r.value): (r["__topic"], bytes(r["__messageId"])) for r in df.collect()}
     assert got == official
+    assert got[CHUNKED][1].count(b"\x3a") >= 1  # first_chunk_message_id
     keys = {bytes(r.value): bytes(r["__key"]) for r in df.select("value", "__key").collect()}
-    assert keys == {b"v%d" % i: b"key%d" % i for i in range(4)}
+    assert keys == {(b"v%d" % i if i < 4 else CHUNKED): b"key%d" % i for i in range(5)}
 
 
 def test_a_write_routes_by_topic_column_and_keys_rows(spark, apache_pulsar, topics) -> None:
@@ -350,8 +360,9 @@ def test_a_write_routes_by_topic_column_and_keys_rows(spark, apache_pulsar, topi
             copied.append((message.data(), message.partition_key()))
         reader.close()
     # __key goes as key bytes: base64 text on the wire, as Java's keyBytes() sends it.
-    expected = [(b"v%d" % i, base64.b64encode(b"key%d" % i).decode()) for i in range(4)]
-    assert sorted(copied) == expected
+    expected = [(b"v%d" % i if i < 4 else CHUNKED, base64.b64encode(b"key%d" % i).decode())
+                for i in range(5)]  # fmt: skip
+    assert sorted(copied) == sorted(expected)
 
 
 def test_a_stream_gives_streamnative_columns(spark, apache_pulsar, topics, tmp_path) -> None:
