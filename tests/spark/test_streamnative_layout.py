@@ -179,6 +179,12 @@ def test_the_sink_maps_streamnative_columns() -> None:
     assert out.column("value").to_pylist() == [{"id": 1, "name": "a"}, {"id": 2, "name": None}]
     assert out.column("key").to_pylist() == [b"k", None]
     assert [t and t.timestamp() for t in out.column("eventTime").to_pylist()] == [0.005, None]
+    stamps = pa.schema([("value", pa.binary()), ("__eventTime", pa.timestamp("us", tz="UTC"))])
+    times = pa.RecordBatch.from_pylist(
+        [{"value": b"", "__eventTime": 5_000}, {"value": b"", "__eventTime": -1}], schema=stamps
+    )
+    written = sink_columns(stamps).apply(times).column("eventTime").cast(pa.int64())
+    assert written.to_pylist() == [5_000, None]  # microseconds; not positive: unset
     one = sink_columns(pa.schema([("n", pa.int32()), ("__topic", pa.string())]))
     assert one.schema.names == ["value", "topic"] and one.schema.field("value").type == pa.int32()
     ours = sink_columns(pa.schema([("value", pa.binary()), ("__key", pa.binary())]))
