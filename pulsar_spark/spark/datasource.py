@@ -201,7 +201,15 @@ class PulsarDataSource(DataSource):
         from .stream_writer import PulsarStreamWriter
 
         if overwrite:
-            msg = 'the pulsar sink only appends: use outputMode("append")'
+            # Spark asks for overwrite in complete mode: an aggregation's whole result, again
+            # every trigger. Update mode never gets here (Spark refuses it for Python sinks).
+            msg = (
+                'the pulsar sink only appends: outputMode("complete") would send the whole '
+                'result again every trigger. Use outputMode("append") (an aggregation needs a '
+                "watermark), or foreachBatch(lambda batch, batch_id: batch.write"
+                '.format("pulsar")...mode("append").save()) to send each trigger\'s rows '
+                "(see the README's 'Spark's output modes and save modes')"
+            )
             raise PulsarWriteError(msg)
         self.parsed.check_scope(Scope.STREAM_WRITE)
         columns, schema = _sink_columns(schema)

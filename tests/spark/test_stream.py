@@ -327,3 +327,54 @@ def test_a_named_query_streams_into_pulsar_and_a_batch_load_takes_a_list_of_topi
     # A batch read of a list of paths (Spark passes them as "paths", a JSON array).
     batch = spark.read.format("pulsar").option("service.url", url).load([first, second])
     assert batch.count() == 10
+
+
+@pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
+def test_an_aggregation_into_pulsar_is_pointed_to_foreach_batch_which_works(
+    spark, pulsar_lite, topic_name, tmp_path
+) -> None:
+    """Spark refuses ``outputMode("update")`` for Python sinks and asks the sink to
+    overwrite in ``complete`` mode: the sink's error points to ``foreachBatch``, and the
+    recipe the README gives sends each trigger's totals."""
+    url = pulsar_lite.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-totals"
+    produce(url, source, [b"abc"[i % 3 : i % 3 + 1] for i in range(30)])
+    counts = (
+        _stream(spark, url, topic=source, startingOffsets="earliest")
+        .groupBy("value")
+        .count()
+        .selectExpr("value", "cast(count as string) as key")
+    )
+
+    def start(mode: str, sub: str):
+        return (
+            counts.writeStream.format("pulsar")
+            .outputMode(mode)
+            .option("service.url", url)
+            .option("topic", target)
+            .option("checkpointLocation", str(tmp_path / sub))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    with pytest.raises(Exception, match="Update mode"):
+        start("update", "u").awaitTermination(60)
+    with pytest.raises(Exception, match=r"(?s)outputMode\(\"complete\"\).*foreachBatch"):
+        start("complete", "c").awaitTermination(120)
+
+    def send(batch, batch_id: int) -> None:
+        batch.write.format("pulsar").option("service.url", url).option("topic", target).mode(
+            "append"
+        ).save()
+
+    recipe = (
+        counts.writeStream.outputMode("update")
+        .foreachBatch(send)
+        .option("checkpointLocation", str(tmp_path / "f"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    recipe.awaitTermination(180)
+    assert recipe.exception() is None, recipe.exception()
+    got = {(m["value"], m["key"]) for m in read_all(url, target, at_least=3)}
+    assert got == {(b"a", "10"), (b"b", "10"), (b"c", "10")}
