@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from importlib.metadata import version as installed_version
 from pathlib import Path
 
+from .process import orphan_guard
+
 __all__ = [
     "ALL_VERSIONS",
     "CURRENT",
@@ -142,7 +144,10 @@ def ensure_venv(version: str) -> VenvBuilt:
                 out.flush()
                 try:
                     code = subprocess.run(
-                        step, stdout=out, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT
+                        [*orphan_guard(), *step],
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        timeout=BUILD_TIMEOUT,
                     ).returncode
                 except subprocess.TimeoutExpired:
                     code = -1

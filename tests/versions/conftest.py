@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,16 +88,25 @@ class SmokeRuns:
 
     def __init__(self, base: Path, versions: tuple[str, ...] = ALL_VERSIONS) -> None:
         self.base = base
-        self.started = time.monotonic()
         self.broker = PulsarLite(base / "broker", name="smoke-pulsar-lite", default_partitions=0)
         self.broker.start()
         self._slots = threading.Semaphore(int(os.environ.get("PULSAR_SPARK_SMOKE_JOBS", "1")))
         self._procs: list[subprocess.Popen[bytes]] = []
         self._closed = False
-        self._pool = ThreadPoolExecutor(len(versions), thread_name_prefix="spark-smoke")
-        self.futures: dict[str, Future[SmokeResult]] = {
-            v: self._pool.submit(self._run, v) for v in versions
-        }
+        self.futures: dict[str, Future[SmokeResult]] = {v: Future() for v in versions}
+        for v in versions:
+            # Daemon threads: a run cut short (-x, ^C) does not wait for a venv build; the
+            # build's pip dies with its thread (orphan_guard), the venv is built next time.
+            threading.Thread(
+                target=self._resolve, args=(v,), name=f"smoke-{v}", daemon=True
+            ).start()
+
+    def _resolve(self, version: str) -> None:
+        future = self.futures[version]
+        try:
+            future.set_result(self._run(version))
+        except BaseException as failure:
+            future.set_exception(failure)
 
     def _run(self, version: str) -> SmokeResult:
         if version == CURRENT:  # the main run's own pyspark: no venv to build
@@ -161,7 +170,13 @@ class SmokeRuns:
                 lines.append(f"pyspark {version}: {first}")
                 continue
             r = future.result()
-            venv = f"venv built in {r.venv.seconds:.0f} s" if r.venv.built else "venv reused"
+            venv = (
+                "this interpreter"
+                if r.venv.log is None
+                else f"venv built in {r.venv.seconds:.0f} s"
+                if r.venv.built
+                else "venv reused"
+            )
             outcomes = [o for o, _ in r.cases.values()]
             counts = ", ".join(f"{outcomes.count(o)} {o}" for o in sorted(set(outcomes)))
             lines.append(
@@ -175,7 +190,6 @@ class SmokeRuns:
         for proc in self._procs:
             if proc.poll() is None:
                 proc.kill()
-        self._pool.shutdown(wait=False, cancel_futures=True)
         self.broker.close()
 
 
