@@ -4,9 +4,9 @@ Unit properties of the parts (ids as ``MessageIdData`` bytes, the layout's schem
 the sink's column mapping), then reads and writes on Apache Pulsar (a registry, for the
 record topic): the DataFrame's schema is StreamNative's, its values the messages',
 ``__messageId`` the official client's ``MessageId.serialize()`` of each message (plain,
-batched, partitioned), a write with ``__topic``/``__key`` columns routes and keys its
-rows, and a stream gives the same columns. The broker tests share two topics, written
-once.
+batched, partitioned, chunked), a write with ``__topic``/``__key`` columns routes and
+keys its rows, and a stream gives the same columns and writes them back as they are.
+The broker tests share two topics, written once.
 """
 
 from __future__ import annotations
@@ -371,26 +371,31 @@ def test_a_write_routes_by_topic_column_and_keys_rows(spark, apache_pulsar, topi
     assert sorted(copied) == sorted(expected)
 
 
-def test_a_stream_gives_streamnative_columns(spark, apache_pulsar, topics, tmp_path) -> None:
+def test_a_stream_reads_and_writes_streamnative_columns(
+    spark, apache_pulsar, topics, tmp_path
+) -> None:
+    """A stream in StreamNative's layout into a Pulsar stream sink, as it is: the record's
+    fields become the value again, ``__key`` the key, its own id and time are left out."""
     url = apache_pulsar.service_url
-    batches: list[list[Any]] = []
+    out = topics["avro"] + "-streamed"
     df = (
         spark.readStream.format("pulsar").option("service.url", url)
         .option("topic", topics["avro"]).option("startingOffsets", "earliest")
         .option("rowLayout", "streamnative").load()
     )  # fmt: skip
     assert [(f.name, f.dataType) for f in df.schema][2:] == META
-
-    def collect(frame, _batch_id: int) -> None:
-        batches.append(frame.select("id", "note", "__topic", "__messageId").collect())
-
     query = (
-        df.writeStream.option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(availableNow=True).foreachBatch(collect).start()
+        df.writeStream.format("pulsar").option("service.url", url).option("topic", out)
+        .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start()
     )  # fmt: skip
     query.awaitTermination(120)
     assert not query.isActive and query.exception() is None
-    rows = [r for batch in batches for r in batch]
-    assert sorted(r.id for r in rows) == [0, 1, 2, 3]
-    assert {r["__topic"] for r in rows} == {topics["avro"]}
-    assert all(bytes(r["__messageId"])[:1] == b"\x08" for r in rows)
+    back = _read(spark, url, topic=out)
+    rows = sorted(
+        (r.id, r.note, r["__key"] and bytes(r["__key"]), r["__messageProperties"])
+        for r in back.collect()
+    )
+    assert rows == [
+        (0, "n0", b"k0", {"p": "0"}), (1, "n1", b"k1", {"p": "1"}), (2, "n2", b"k2", {"p": "2"}),
+        (3, None, None, {}),
+    ]  # fmt: skip
