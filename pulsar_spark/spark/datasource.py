@@ -119,10 +119,13 @@ def _check_consume_raw(read: ReadSchema, parsed: PulsarOptions) -> None:
     raise PulsarOptionError(option="cryptoFailureAction", message=msg)
 
 
-def _sink_columns(schema: StructType) -> tuple[SinkColumns, StructType]:
+def _sink_columns(schema: StructType) -> tuple[SinkColumns | None, StructType]:
     """How the DataFrame's columns are written (StreamNative's ``__key``... columns, and
-    its other columns made into ``value``: :func:`.streamnative_rows.sink_columns`), and
-    the sink's columns then."""
+    its other columns made into ``value``: :func:`.streamnative_rows.sink_columns`; None:
+    as they are), and the sink's columns then."""
+    names = schema.fieldNames()
+    if "value" in names and not any(name.startswith("__") for name in names):
+        return None, schema  # our shape: check_columns says what does not fit
     columns = sink_columns(arrow_for(schema))
     return columns, (spark_schema(columns.schema) if columns.maps else schema)
 
