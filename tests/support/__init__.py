@@ -21,6 +21,8 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``proto``        protobuf messages compiled at test time (grpc_tools.protoc) for PROTOBUF_NATIVE
 ``spark``        the local Spark session of the tests and a local Spark Connect session
 ``spark_faults`` subprocess Spark drivers, fault sources and sinks, fault-test figures
+``spark_venvs``  venvs of older pyspark versions for the smoke runs of ``tests/versions``
+``quick_start`` the README's quick start run as written, and produce/read with our client
 ``figures``      reliability figures (``FIGURE`` lines) and the reliability tests' share of time
 ``plugin``       the fixtures, one broker factory, one failed-test report hook
 """

@@ -27,14 +27,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from importlib.metadata import version as installed_version
 from pathlib import Path
 
 from .process import orphan_guard
 
 __all__ = [
-    "ALL_VERSIONS",
-    "CURRENT",
     "REPO",
     "VERSIONS",
     "VenvBuildError",
@@ -45,12 +42,6 @@ __all__ = [
 
 #: The newest release of each minor line older than the one CI runs.
 VERSIONS = ("4.0.5", "4.1.4", "4.2.1")
-#: The pyspark of this interpreter (the test command installs the newest): the smoke set runs
-#: on it too, with no venv to build.
-CURRENT = installed_version("pyspark")
-#: Every pyspark the smoke set runs on, oldest first.
-ALL_VERSIONS = VERSIONS if CURRENT in VERSIONS else (*VERSIONS, CURRENT)
-
 REPO = Path(__file__).resolve().parents[2]
 
 #: Besides pyspark and the project (with its dependencies).
@@ -73,7 +64,7 @@ class VenvBuilt:
     python: Path
     built: bool
     seconds: float
-    log: Path | None
+    log: Path
 
 
 def venv_root() -> Path:

@@ -18,7 +18,6 @@ import ast
 import os
 import secrets
 import subprocess
-import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -30,7 +29,7 @@ import pytest
 
 from tests.support.lite import PulsarLite
 from tests.support.process import orphan_guard
-from tests.support.spark_venvs import ALL_VERSIONS, CURRENT, REPO, VenvBuilt, ensure_venv
+from tests.support.spark_venvs import REPO, VERSIONS, VenvBuilt, ensure_venv
 
 HERE = Path(__file__).resolve().parent
 SMOKE = HERE / "smoke"
@@ -86,7 +85,7 @@ def _cases(junit: Path) -> dict[str, tuple[str, str]]:
 class SmokeRuns:
     """The background venv builds and smoke runs of one pytest session."""
 
-    def __init__(self, base: Path, versions: tuple[str, ...] = ALL_VERSIONS) -> None:
+    def __init__(self, base: Path, versions: tuple[str, ...] = VERSIONS) -> None:
         self.base = base
         self.broker = PulsarLite(base / "broker", name="smoke-pulsar-lite", default_partitions=0)
         self.broker.start()
@@ -109,10 +108,7 @@ class SmokeRuns:
             future.set_exception(failure)
 
     def _run(self, version: str) -> SmokeResult:
-        if version == CURRENT:  # the main run's own pyspark: no venv to build
-            venv = VenvBuilt(version, Path(sys.executable), False, 0.0, None)
-        else:
-            venv = ensure_venv(version)
+        venv = ensure_venv(version)
         with self._slots:
             if self._closed:
                 msg = "the session ended before this smoke run started"
@@ -170,13 +166,7 @@ class SmokeRuns:
                 lines.append(f"pyspark {version}: {first}")
                 continue
             r = future.result()
-            venv = (
-                "this interpreter"
-                if r.venv.log is None
-                else f"venv built in {r.venv.seconds:.0f} s"
-                if r.venv.built
-                else "venv reused"
-            )
+            venv = f"venv built in {r.venv.seconds:.0f} s" if r.venv.built else "venv reused"
             outcomes = [o for o, _ in r.cases.values()]
             counts = ", ".join(f"{outcomes.count(o)} {o}" for o in sorted(set(outcomes)))
             lines.append(
@@ -209,10 +199,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if _is_version_test(item) and isinstance(item, pytest.Function)
     ]
     if selected and not session.config.option.collectonly:
-        start_runs(session.config, tuple(v for v in ALL_VERSIONS if v in selected))
+        start_runs(session.config, tuple(v for v in VERSIONS if v in selected))
 
 
-def start_runs(config: pytest.Config, versions: tuple[str, ...] = ALL_VERSIONS) -> SmokeRuns:
+def start_runs(config: pytest.Config, versions: tuple[str, ...] = VERSIONS) -> SmokeRuns:
     runs = config.stash.get(RUNS, None)
     if runs is None:
         factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]

@@ -23,17 +23,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import pytest
 
-from pulsar_spark.client import PulsarClient
 from pulsar_spark.spark.compat import spark_version
+from tests.support import quick_start
+from tests.support.quick_start import run_quick_start
 from tests.support.spark import local_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-README = Path(__file__).resolve().parents[3] / "README.md"
 URL = os.environ.get("PULSAR_SPARK_SMOKE_URL", "")
 PREFIX = os.environ.get("PULSAR_SPARK_SMOKE_PREFIX", "smoke")
 SPARK = spark_version()
@@ -54,18 +53,12 @@ def topic(request: pytest.FixtureRequest) -> str:
     return f"persistent://public/default/{PREFIX}-{request.node.name.removeprefix('test_')}"
 
 
-def produce(topic: str, values: list[bytes], keys: list[str] | None = None) -> None:
-    columns: dict[str, pa.Array] = {"value": pa.array(values, pa.binary())}
-    if keys is not None:
-        columns["key"] = pa.array(keys, pa.string())
-    with PulsarClient(URL) as client, client.create_producer(topic) as producer:
-        producer.send_batch(pa.table(columns))
-        producer.flush()
+def produce(topic: str, values: list[bytes]) -> None:
+    quick_start.produce(URL, topic, values)
 
 
 def read_values(topic: str) -> list[bytes]:
-    with PulsarClient(URL) as client:
-        return [v for b in client.read_batches(topic) for v in b.column("value").to_pylist()]
+    return quick_start.read_values(URL, topic)
 
 
 def stream(spark: SparkSession, topic: str, **options: str) -> Any:
@@ -197,56 +190,8 @@ def test_rate_limited_stream(spark: SparkSession, topic: str, tmp_path: Path) ->
     assert [n for n in batches if n] == [30, 30, 30, 10]
 
 
-def _readme_block(tag: str) -> str:
-    """The README's ``python <tag>`` code block."""
-    text = README.read_text("utf-8")
-    found = re.search(rf"^```python {tag}\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
-    assert found, f"README.md has no ```python {tag} block"
-    return found.group(1)
-
-
-def _as_here(code: str, names: dict[str, str]) -> str:
-    """The quick start's code on this run's broker and topics, otherwise as written."""
-    code = code.replace('"pulsar://localhost:6650"', repr(URL))
-    for written, here in names.items():
-        code = code.replace(f'"{written}"', repr(here))
-    return code
-
-
 def test_readme_quick_start(spark: SparkSession, tmp_path: Path) -> None:
     """The quick start as written (its broker and topic names aside): the batch block on
     every Spark, the stream block where the README says it runs (4.1+); on 4.0 it fails
     with the error that names Spark 4.1."""
-    base = f"persistent://public/default/{PREFIX}-qs"
-    names = {
-        "orders": f"{base}-orders",
-        "orders-copy": f"{base}-orders-copy",
-        "orders-mirror": f"{base}-orders-mirror",
-        "/tmp/orders-mirror": str(tmp_path / "orders-mirror"),
-    }
-    produce(names["orders"], [b"o%d" % i for i in range(12)], [f"c{i % 3}" for i in range(12)])
-    scope: dict[str, Any] = {}
-    exec(_as_here(_readme_block("quick-start"), names), scope)
-    assert sorted(tuple(r) for r in scope["df"].groupBy("key").count().collect()) == [
-        (b"c0", 4),
-        (b"c1", 4),
-        (b"c2", 4),
-    ]
-    assert sorted(read_values(names["orders-copy"])) == sorted(b"o%d" % i for i in range(12))
-
-    streaming = _as_here(_readme_block("quick-start-stream"), names)
-    if SPARK < (4, 1):
-        with pytest.raises(Exception, match=r"streaming writes to Pulsar.*needs Spark 4\.1"):
-            exec(streaming, scope)
-            scope["query"].processAllAvailable()
-        return
-    exec(streaming, scope)
-    query = scope["query"]
-    try:
-        query.processAllAvailable()  # the start ("latest") is fixed: now write after it
-        produce(names["orders"], [b"late%d" % i for i in range(5)])
-        query.processAllAvailable()
-        assert query.exception() is None
-    finally:
-        query.stop()
-    assert sorted(read_values(names["orders-mirror"])) == sorted(b"late%d" % i for i in range(5))
+    run_quick_start(spark, URL, f"persistent://public/default/{PREFIX}-qs", tmp_path)
