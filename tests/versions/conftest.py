@@ -7,7 +7,8 @@ its ``setpriv --pdeathsig`` follows the thread that started it) and, for each ve
 venv (all at once: downloads and unpacking) and then runs ``smoke/smoke_spark.py`` in it
 (one version at a time, ``PULSAR_SPARK_SMOKE_JOBS`` to change: each is a Spark driver with
 two cores' worth of tasks beside the main run's). The rest of the suite runs meanwhile; the
-version tests are moved to the end of the run and wait there for their results. At the
+version tests are moved to the end of the run and wait there for their results (under
+pytest-xdist, to the start: :func:`pytest_collection_modifyitems`). At the
 end the terminal summary has one line per version: venv built or reused, and how long
 each part took.
 """
@@ -187,12 +188,23 @@ def _is_version_test(item: pytest.Item) -> bool:
     return Path(str(item.path)).resolve() == OUTER
 
 
+def _xdist_worker() -> bool:
+    """Whether this process is a pytest-xdist worker (the README's test command runs two)."""
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The version tests last: they wait for the background runs."""
-    items.sort(key=_is_version_test)
+    """In one process, the version tests last: they wait for the runs started in the
+    background at collection. Under xdist, first: every worker collects, so the runs start
+    in the worker given the version tests (the first share of the run), when the first of
+    them asks (:func:`smoke_runs`), and the other worker takes the rest of the suite."""
+    worker = _xdist_worker()
+    items.sort(key=lambda item: _is_version_test(item) != worker)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if _xdist_worker():
+        return
     selected = [
         item.callspec.params["version"]
         for item in session.items
