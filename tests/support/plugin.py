@@ -322,6 +322,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.sections.append((f"fault proxy {proxy.service_url}", repr(proxy.stats())))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker, after the session's brokers are torn down: hand their
+    figures to the controller, which prints the summary (:func:`pytest_testnodedown`)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["broker_figures"] = dict(_FIGURES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """The xdist controller: a worker's broker figures, for the summary."""
+    _FIGURES.update(getattr(node, "workeroutput", {}).get("broker_figures", {}))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _FIGURES:
         terminalreporter.section("apache pulsar figures")
