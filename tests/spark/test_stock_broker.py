@@ -238,10 +238,17 @@ def test_a_stream_stopped_while_producers_write_and_leave_finds_everything(
         assert gaps == EXACT
         assert stored >= len(later)  # the subscription kept them
     else:
-        assert failure is not None
-        assert "failOnDataLoss" in str(failure)
-        assert topic_name in str(failure)
-        assert gaps["duplicated"] == 0
+        # Without a subscription the stock broker deletes the idle topic with its messages.
+        # The stream reports the loss when it had read past the start; when the topic went
+        # before the stream's first read (a busy machine: more than the 3 s window between
+        # the write and the next plan), nothing is left that says messages were ever there:
+        # the limit the README states for nonDurable. Either way the messages are gone.
+        assert gaps["lost"] > 0 and gaps["duplicated"] == 0, gaps
+        if failure is not None:
+            assert "failOnDataLoss" in str(failure)
+            assert topic_name in str(failure)
+        else:
+            assert len(got) < len(first) + len(later)
 
 
 def test_a_subscription_expired_while_the_query_was_stopped_is_reported_as_loss(
