@@ -98,11 +98,14 @@ def topics(request: pytest.FixtureRequest, spark) -> Topics:
 
 
 @pytest.fixture
-def lite_topics(topics: Topics, request: pytest.FixtureRequest) -> Topics:
-    """The shared topics, on pulsar-lite only (tests that show one thing once)."""
-    if request.node.callspec.params["topics"] != "lite":
-        pytest.skip("shown on pulsar-lite")
+def lite_topics(topics: Topics) -> Topics:
+    """The shared topics, on pulsar-lite only (tests that show one thing once: marked
+    :data:`ON_LITE`)."""
     return topics
+
+
+#: Tests that show one thing once, on pulsar-lite: ``topics`` takes only that parameter.
+ON_LITE = pytest.mark.parametrize("topics", ["lite"], indirect=True)
 
 
 def _values(spark, t: Topics, **options: str) -> list[str]:
@@ -133,6 +136,7 @@ def test_a_batch_reads_between_streamnative_ids_both_included(spark, topics: Top
     assert got == ["m2", "m3", "m4", "m5", "b0", "b1", "b2", "n0", "c1"]
 
 
+@ON_LITE
 def test_streamnative_ids_in_a_batch_name_its_whole_entry(spark, lite_topics: Topics) -> None:
     t = lite_topics
     # StreamNative positions are entries: a start in a batch reads it from its first
@@ -146,6 +150,7 @@ def test_streamnative_ids_in_a_batch_name_its_whole_entry(spark, lite_topics: To
     assert got == ["b0", "b1", "b2", "c0"]
 
 
+@ON_LITE
 def test_streamnative_sentinels_and_readable_ids_mix(spark, lite_topics: Topics) -> None:
     t = lite_topics
     earliest = signed(pulsar.MessageId.earliest.serialize())
@@ -193,6 +198,7 @@ def test_streamnative_partition_keys(spark, apache_pulsar, topic_name) -> None:
 # -- per-topic publish times -----------------------------------------------------------------
 
 
+@ON_LITE
 def test_starting_and_ending_time_per_topic(spark, lite_topics: Topics) -> None:
     t = lite_topics
     got = _values(
@@ -231,6 +237,7 @@ def _stream_values(spark, t: Topics, checkpoint: Path, **options: str) -> list[s
     return [bytes(r.value).decode() for rows in batches for r in rows]
 
 
+@ON_LITE
 def test_a_stream_starts_at_a_streamnative_id_included(
     spark, lite_topics: Topics, tmp_path: Path
 ) -> None:
@@ -245,6 +252,7 @@ def test_a_stream_starts_at_a_streamnative_id_included(
     assert got == ["m5", "b0", "b1", "b2", "n0", "n1"]
 
 
+@ON_LITE
 def test_a_stream_starts_at_a_time_per_topic(spark, lite_topics: Topics, tmp_path: Path) -> None:
     t = lite_topics
     got = _stream_values(
@@ -260,6 +268,7 @@ def test_a_stream_starts_at_a_time_per_topic(spark, lite_topics: Topics, tmp_pat
 # -- errors ---------------------------------------------------------------------------------
 
 
+@ON_LITE
 def test_a_key_the_read_does_not_include_is_named(spark, lite_topics: Topics) -> None:
     t = lite_topics
     # (startingOffsets' readable keys go through the same check: test_options.py)
