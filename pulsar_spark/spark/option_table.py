@@ -140,8 +140,8 @@ OPTIONS: tuple[Option, ...] = (
            "created again, a chunked message begun in the range never completed; false: "
            "log a warning and read on from what exists"),
     Option("minPartitions", (), READ, v.positive, "min_partitions", None,
-           "at least this many Spark tasks: large topic partitions are split by entry "
-           "ranges (or publish-time ranges across ledgers)"),
+           "at least this many Spark tasks per read or micro-batch: large topic "
+           "partitions are split by entry ranges (or publish-time ranges across ledgers)"),
     Option("maxRecordsPerTrigger", ("maxOffsetsPerTrigger",), STREAM_READ, v.positive,
            "max_records_per_trigger", None,
            "rows per micro-batch at most, shared fairly by the partitions (Spark 4.2+)"),

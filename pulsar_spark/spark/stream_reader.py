@@ -55,6 +55,7 @@ from .ranges import PartitionRange, plan_ranges, range_lost, read_positions, res
 from .read_schema import ReadSchema, check_unplanned
 from .reader import typed_batches
 from .spark_types import arrow_for
+from .splits import split_ranges
 from .stream_admission import (
     ADMISSION_CONTROL,
     MinimumGate,
@@ -87,7 +88,8 @@ BATCH_ROWS = 50_000
 
 @dataclass(frozen=True)
 class PulsarStreamPartition(InputPartition):
-    """One partition's share of a micro-batch: from ``start`` to ``end`` (``after:``).
+    """One partition's share of a micro-batch: from ``start`` to ``end`` (``after:``;
+    ``from:`` ends a piece ``minPartitions`` cut, which the next piece starts at).
     ``successor``: the entry that followed the start's, in a later ledger, when the
     micro-batch was planned (what to read from if the start's ledger goes)."""
 
@@ -446,7 +448,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._checked = True
         first, last = parse_offsets(start), parse_offsets(end)
         self._learn(start, first)
-        return [
+        parts = [
             PulsarStreamPartition(
                 topic,
                 first.get(topic, EARLIEST),
@@ -458,6 +460,32 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # read again from its start (failOnDataLoss=false): nothing to read yet.
             if first.get(topic, EARLIEST) != last[topic] and last[topic].kind == "after"
         ]
+        wanted = self.options.min_partitions
+        if wanted is not None and len(parts) < wanted:
+            parts = self._split(parts, wanted)
+        planned: list[InputPartition] = list(parts)
+        return planned
+
+    def _split(
+        self, parts: list[PulsarStreamPartition], wanted: int
+    ) -> list[PulsarStreamPartition]:
+        """``minPartitions``: the micro-batch's ranges cut into at least ``wanted`` pieces
+        (as a batch read's, :func:`.splits.split_ranges`), with exactly the same rows. A
+        range's first piece keeps its start and successor (the data-loss checks run
+        there); a range nothing was found in is kept whole, for its read to report."""
+        ranges = [PartitionRange(p.topic, p.start, p.end) for p in parts]
+        pieces: dict[str, list[PartitionRange]] = {}
+        for piece in split_ranges(self.client, ranges, wanted):
+            pieces.setdefault(piece.topic, []).append(piece)
+        out: list[PulsarStreamPartition] = []
+        for part in parts:
+            found = pieces.get(part.topic)
+            if not found or found[0].start != part.start or found[-1].end != part.end:
+                out.append(part)
+                continue
+            out.append(PulsarStreamPartition(part.topic, part.start, found[0].end, part.successor))
+            out.extend(PulsarStreamPartition(r.topic, r.start, r.end) for r in found[1:])
+        return out
 
     def _successor(self, topic: str, start: Position, end: Position) -> Position | None:
         """The entry after the one ``start`` follows, when it lies in a later ledger
@@ -490,7 +518,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PulsarStreamPartition)
         topic, start, end = partition.topic, partition.start, partition.end
-        if end.kind != "after":  # a micro-batch ends after the last message it reads
+        if end.kind not in ("after", "from"):  # a micro-batch ends after its last message
             msg = f"end position {str(end)!r} of {topic} is not 'after:<id>'"
             raise CheckpointOffsetError(msg)
         options = self.options

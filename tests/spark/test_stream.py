@@ -378,3 +378,35 @@ def test_an_aggregation_into_pulsar_is_pointed_to_foreach_batch_which_works(
     assert recipe.exception() is None, recipe.exception()
     got = {(m["value"], m["key"]) for m in read_all(url, target, at_least=3)}
     assert got == {(b"a", "10"), (b"b", "10"), (b"c", "10")}
+
+
+def test_min_partitions_splits_every_micro_batch_and_reads_each_message_once(
+    spark, pulsar_lite, topic_name, tmp_path
+) -> None:
+    """One partition, batched entries, two runs from one checkpoint: each micro-batch with
+    data runs as at least ``minPartitions`` tasks, and the rows are exactly those sent."""
+    url = pulsar_lite.service_url
+    first = [b"a%d" % i for i in range(60)]
+    produce(url, topic_name, first, batching_max_messages=4)
+    df = _stream(spark, url, topic=topic_name, startingOffsets="earliest", minPartitions="5")
+    tasks: list[int] = []
+
+    def collect(frame, batch_id: int) -> None:
+        tasks.append(frame.rdd.getNumPartitions())
+        rows.extend((bytes(r.value), r.messageId) for r in frame.collect())
+
+    rows: list[tuple[bytes, object]] = []
+    for run, values in enumerate((first, [b"b%d" % i for i in range(21)])):
+        if run:
+            produce(url, topic_name, values, batching_max_messages=4)
+        query = (
+            df.writeStream.option("checkpointLocation", str(tmp_path / "c"))
+            .trigger(availableNow=True)
+            .foreachBatch(collect)
+            .start()
+        )
+        query.awaitTermination(180)
+        assert not query.isActive and query.exception() is None
+    assert tasks and min(tasks) >= 5, tasks
+    assert sorted(v for v, _ in rows) == sorted(first + [b"b%d" % i for i in range(21)])
+    assert len({m for _, m in rows}) == len(rows)

@@ -18,7 +18,9 @@ from __future__ import annotations
 import ast
 import os
 import secrets
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -181,7 +183,10 @@ class SmokeRuns:
         for proc in self._procs:
             if proc.poll() is None:
                 proc.kill()
+                proc.wait()
         self.broker.close()
+        # Each run's output is in its result (and a failing test's report): the folder goes.
+        shutil.rmtree(self.base, ignore_errors=True)
 
 
 def _is_version_test(item: pytest.Item) -> bool:
@@ -217,8 +222,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def start_runs(config: pytest.Config, versions: tuple[str, ...] = VERSIONS) -> SmokeRuns:
     runs = config.stash.get(RUNS, None)
     if runs is None:
-        factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
-        runs = SmokeRuns(factory.mktemp("spark-versions", numbered=True), versions)
+        runs = SmokeRuns(Path(tempfile.mkdtemp(prefix="pulsar-spark-versions-")), versions)
         config.stash[RUNS] = runs
     return runs
 

@@ -589,11 +589,6 @@ def test_records_with_null_keys_and_values(spark, pulsar_lite, topic_name, strea
     assert sorted(stream.rows(), key=str) == sorted(rows, key=str)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="minPartitions splits batch reads only: a stream's micro-batch is one task per "
-    "partition (finding of this port, issue 23)",
-)
 def test_min_partitions(pulsar_lite_partitioned, topic_name, streams) -> None:
     """Spark KafkaMicroBatchSourceSuite: 'SPARK-30656: minPartitions': a micro-batch of 21
     messages in 4 partitions runs as at least 6 tasks, with every message once."""
