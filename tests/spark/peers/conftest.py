@@ -4,17 +4,17 @@ stopped at the end of the test."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.spark.peers.support import Stream
+from tests.spark.peers.support import Stream, Streams
 
 
 @pytest.fixture
-def streams(spark: SparkSession, tmp_path: Path) -> Iterator[Callable[..., Stream]]:
+def streams(spark: SparkSession, tmp_path: Path) -> Iterator[Streams]:
     """``streams(url, transform=None, **options) -> Stream``; every query stopped at the end."""
     made: list[Stream] = []
 

@@ -1,6 +1,6 @@
 """What the peers' scenarios share (Spark's Kafka suites, StreamNative's pulsar-spark suites,
 translated to Pulsar): a restartable stream query collecting what it reads, and message
-production with integer payloads.
+production with integer payloads; the scenarios more than one of them plays (at the end).
 
 A :class:`Stream` is one query ``pulsar -> foreachBatch`` on one checkpoint. Each micro-batch's
 rows are kept by batch id, so a micro-batch replayed after a restart replaces itself: what
@@ -81,6 +81,21 @@ class Stream:
             if failure is not None:
                 raise failure
 
+    def restart(self) -> Stream:
+        """Stop the query, start it again from its checkpoint and wait until it has read all
+        there is."""
+        self.stop()
+        self.start()
+        return self.process()
+
+    def send_while_stopped(self, topic: str, values: Iterable[object]) -> Stream:
+        """Stop the query, send ``values`` to ``topic``, start it again from its checkpoint and
+        wait until it has read all there is."""
+        self.stop()
+        send(self.url, topic, values)
+        self.start()
+        return self.process()
+
     def run(self, **trigger: Any) -> StreamingQuery:
         """Run a query that ends by itself (``availableNow=True`` unless told ``once=True``)
         to its end; raise what failed it."""
@@ -110,6 +125,15 @@ class Stream:
         """``numInputRows`` summed over the progress of the current (or last) run."""
         assert self.query is not None
         return sum(p.numInputRows for p in self.query.recentProgress)
+
+
+#: The ``streams`` fixture: ``streams(url, transform=None, **options) -> Stream``.
+Streams = Callable[..., Stream]
+
+
+def check(stream: Stream, expected: Iterable[int]) -> None:
+    """The stream's values, as integers, are ``expected`` (a multiset: Spark's ``CheckAnswer``)."""
+    assert stream.ints() == sorted(expected), stream.rows()
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
@@ -145,3 +169,123 @@ def error_text(failure: BaseException) -> str:
         parts.append(str(current))
         current = current.__cause__ or current.__context__
     return "\n".join(parts)
+
+
+# -- scenarios more than one test plays --------------------------------------------------------
+
+
+def start_between(streams: Streams, url: str, topic: str, /, **options: str) -> Stream:
+    """-1 sent to ``topic``; a stream of the values plus one (:func:`plus_one`) with
+    ``options`` started and its start resolved; then 1, 2 and 3 sent. The stream, running,
+    once it has read them (from latest, the default: 2, 3 and 4, not -1)."""
+    send(url, topic, [-1])
+    stream = streams(url, plus_one, **options)
+    stream.start()
+    stream.process()  # the start is resolved: -1 is before it
+    send(url, topic, [1, 2, 3])
+    return stream.process()
+
+
+def pattern_with_a_topic_replaced(
+    streams: Streams,
+    url: str,
+    topic_name: str,
+    create: Callable[[str], object],
+    delete: Callable[[str], object],
+) -> None:
+    """Spark's 'subscribing topic by pattern with topic deletions' (StreamNative's too): a
+    stream on ``<topic_name>-.*`` with ``failOnDataLoss`` false reads 2, 3 and 4 of
+    ``<topic_name>-seems`` (made by ``create``; :func:`start_between`); that topic deleted
+    (``delete``), ``<topic_name>-bad`` made and 4, 5 and 6 sent to it, the stream reads them
+    too."""
+    seems, bad = f"{topic_name}-seems", f"{topic_name}-bad"
+    create(seems)
+    stream = start_between(
+        streams, url, seems, topicsPattern=f"{topic_name}-.*", failOnDataLoss="false"
+    )
+    check(stream, [2, 3, 4])
+    delete(seems)
+    create(bad)
+    send(url, bad, [4, 5, 6])
+    stream.process()
+    check(stream, range(2, 8))
+    stream.stop()
+
+
+def from_latest_across_restarts(
+    streams: Streams, url: str, topic: str, /, **options: str
+) -> Stream:
+    """Spark's 'subscribing ... from latest offsets' opening (StreamNative's 'assign from latest
+    offsets' too): :func:`start_between` reads 2, 3 and 4; a restart finds them again, once;
+    then 4, 5 and 6 are sent while the query is stopped. The stream, started again, once it has
+    read all there is."""
+    stream = start_between(streams, url, topic, startingOffsets="latest", **options)
+    check(stream, [2, 3, 4])
+    stream.restart()
+    check(stream, [2, 3, 4])  # the data back on recovery, once
+    return stream.send_while_stopped(topic, [4, 5, 6])
+
+
+def first_micro_batch(streams: Streams, url: str, /, **options: str) -> Stream:
+    """A stream of the values as integers from the earliest message on, with ``options``,
+    started with a trigger every 100 ms; once its first micro-batch is in."""
+    stream = streams(url, as_int, startingOffsets="earliest", **options)
+    stream.start(processingTime="100 milliseconds")
+    wait_until(lambda: len(stream.batch_sizes()) == 1, 120, "the first micro-batch")
+    return stream
+
+
+def byte_budget(streams: Streams, url: str, max_bytes: int, /, **options: str) -> Stream:
+    """A stream of the values as integers from the earliest message on, at most ``max_bytes``
+    of payload a micro-batch (``maxBytesPerTrigger``), with ``options``."""
+    return streams(
+        url, as_int, startingOffsets="earliest", maxBytesPerTrigger=str(max_bytes), **options
+    )
+
+
+def pattern_from_the_fourth(streams: Streams, url: str, topic_name: str) -> tuple[Stream, str]:
+    """StreamNative's 'subscribing topic by pattern from specific offsets': -20, -21, -22, 1, 2,
+    3, 10, 11 and 12 sent to ``<topic_name>-suffix``; a stream of the values as integers on the
+    pattern ``<topic_name>-.*`` from the fourth message on (its id in the ``startingOffsets``
+    JSON), ``failOnDataLoss`` true. The stream, not started, and the topic."""
+    topic = f"{topic_name}-suffix"
+    ids = send(url, topic, [-20, -21, -22, 1, 2, 3, 10, 11, 12])
+    stream = streams(
+        url,
+        as_int,
+        topicsPattern=f"{topic_name}-.*",
+        startingOffsets=f'{{"{topic}": "{ids[3]}"}}',
+        failOnDataLoss="true",
+    )
+    return stream, topic
+
+
+def self_join(df: DataFrame) -> DataFrame:
+    """The values (integers as text) joined with themselves on their remainder by 5: rows
+    ``(key, value, value)``."""
+    values = df.selectExpr(
+        "CAST(CAST(value AS STRING) AS INT) AS value",
+        "CAST(CAST(value AS STRING) AS INT) % 5 AS key",
+    )
+    return values.join(values, "key")
+
+
+def check_self_join(streams: Streams, url: str, topic: str) -> Stream:
+    """Spark's (and StreamNative's) 'ensure stream-stream self-join generates only one offset in
+    log and correct metrics': a stream of :func:`self_join` on ``topic`` from latest; 1 and 2
+    sent, then 6 and 3: Kafka's answer after each, and 4 input rows in the progress (the scan
+    runs once: exchange reuse, Spark's default). The stream, running."""
+    stream = streams(url, self_join, topic=topic)
+    stream.start()
+    stream.process()
+    send(url, topic, [1, 2])
+    stream.process()
+    assert sorted(stream.rows()) == [(1, 1, 1), (2, 2, 2)], stream.rows()
+    send(url, topic, [6, 3])
+    stream.process()
+    assert sorted(stream.rows()) == sorted(
+        [(1, 1, 1), (2, 2, 2), (3, 3, 3), (1, 6, 1), (1, 1, 6), (1, 6, 6)]
+    ), stream.rows()
+    rows = stream.progress_rows()
+    assert rows == 4, rows
+    return stream

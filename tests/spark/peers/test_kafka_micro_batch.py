@@ -21,17 +21,18 @@ from pyspark.sql import functions as F
 
 from tests.spark.peers.support import (
     as_int,
+    check,
+    check_self_join,
     error_text,
+    first_micro_batch,
+    from_latest_across_restarts,
+    pattern_with_a_topic_replaced,
     plus_one,
     send,
     send_to_partitions,
+    start_between,
     wait_until,
 )
-
-
-def _check(stream, expected) -> None:
-    assert stream.ints() == sorted(expected), stream.rows()
-
 
 # -- starting positions, restarts, new partitions ---------------------------------------------
 
@@ -44,31 +45,17 @@ def test_subscribing_by_name_from_latest_across_restarts_and_added_partitions(
     initial offsets': a stop and a start with nothing read)."""
     url, admin = apache_pulsar.service_url, apache_pulsar.admin
     admin.create_partitioned_topic(topic_name, 2)
-    send(url, topic_name, [-1])
-    stream = streams(
-        url, plus_one, topics=topic_name, startingOffsets="latest", failOnDataLoss="false"
+    stream = from_latest_across_restarts(
+        streams, url, topic_name, topics=topic_name, failOnDataLoss="false"
     )
-    stream.start()
-    stream.process()  # the start is resolved: -1 is before it
-    send(url, topic_name, [1, 2, 3])
-    stream.process()
-    _check(stream, [2, 3, 4])
-    stream.stop()
-    stream.start()
-    stream.process()
-    _check(stream, [2, 3, 4])  # the data back on recovery, once
-    stream.stop()
-    send(url, topic_name, [4, 5, 6])  # added while the stream is stopped
-    stream.start()
-    stream.process()
-    _check(stream, [2, 3, 4, 5, 6, 7])
+    check(stream, [2, 3, 4, 5, 6, 7])
     send(url, topic_name, [7, 8])
     stream.process()
-    _check(stream, range(2, 10))
+    check(stream, range(2, 10))
     admin.update_partitions(topic_name, 4)
     send(url, topic_name, range(9, 17), batching=False)  # round robin: every partition
     stream.process()
-    _check(stream, range(2, 18))
+    check(stream, range(2, 18))
     stream.stop()
 
 
@@ -91,20 +78,15 @@ def test_subscribing_by_pattern_from_earliest_across_restarts_and_added_partitio
     stream.start()
     send(url, topic, [4, 5, 6])
     stream.process()
-    _check(stream, range(2, 8))
-    stream.stop()
-    stream.start()
-    stream.process()
-    _check(stream, range(2, 8))
-    stream.stop()
-    send(url, topic, [7, 8])
-    stream.start()
-    stream.process()
-    _check(stream, range(2, 10))
+    check(stream, range(2, 8))
+    stream.restart()
+    check(stream, range(2, 8))
+    stream.send_while_stopped(topic, [7, 8])
+    check(stream, range(2, 10))
     admin.update_partitions(topic, 4)
     send(url, topic, range(9, 17), batching=False)
     stream.process()
-    _check(stream, range(2, 18))
+    check(stream, range(2, 18))
     stream.stop()
 
 
@@ -133,14 +115,14 @@ def test_assign_from_specific_offsets_per_partition(apache_pulsar, topic_name, s
     expected = [-20, -21, -22, 0, 1, 2, 11, 12, 22]
     stream.start()
     stream.process()
-    _check(stream, expected)
+    check(stream, expected)
     stream.stop()
     stream.start()
     stream.process()
-    _check(stream, expected)  # the data back on recovery
+    check(stream, expected)  # the data back on recovery
     send(url, topic_name, range(30, 35), batching=False)  # in several partitions
     stream.process()
-    _check(stream, [*expected, *range(30, 35)])
+    check(stream, [*expected, *range(30, 35)])
     stream.stop()
 
 
@@ -160,16 +142,16 @@ def test_subscribing_by_name_from_a_global_timestamp(
     stream = streams(url, as_int, topics=topic_name, startingTimestamp=str(start))
     stream.start()
     stream.process()
-    _check(stream, [-21, -22, 2])
+    check(stream, [-21, -22, 2])
     stream.stop()
     stream.start()
     stream.process()
-    _check(stream, [-21, -22, 2])
+    check(stream, [-21, -22, 2])
     stream.stop()
     send(url, topic_name, [30, 31, 32], batching=False)  # while stopped, every partition
     stream.start()
     stream.process()
-    _check(stream, [-21, -22, 2, 30, 31, 32])
+    check(stream, [-21, -22, 2, 30, 31, 32])
     stream.stop()
 
 
@@ -191,11 +173,11 @@ def test_subscribing_topics_from_topic_level_offsets(pulsar_lite, topic_name, st
     send(url, second, [12])
     send(url, first, [4])
     stream.process()
-    _check(stream, [1, 2, 3, 12, 4])
+    check(stream, [1, 2, 3, 12, 4])
     stream.stop()
     stream.start()
     stream.process()
-    _check(stream, [1, 2, 3, 12, 4])
+    check(stream, [1, 2, 3, 12, 4])
     stream.stop()
 
 
@@ -222,7 +204,7 @@ def test_max_offsets_per_trigger_and_trigger_once(apache_pulsar, topic_name, str
     stream.stop()
     assert all(size <= 10 for size in stream.batch_sizes()), stream.batch_sizes()
     assert stream.batch_sizes() == [10] * 6 + [3]  # 63 messages, 10 a trigger
-    _check(stream, every)
+    check(stream, every)
     # Trigger.Once: everything in one micro-batch, then what was added, again in one.
     once = streams(url, as_int, **options)
     once.run(once=True)
@@ -230,7 +212,7 @@ def test_max_offsets_per_trigger_and_trigger_once(apache_pulsar, topic_name, str
     send(url, topic_name, range(1000, 1011), batching=False)
     once.run(once=True)
     assert once.batch_sizes() == [63, 11]
-    _check(once, [*every, *range(1000, 1011)])
+    check(once, [*every, *range(1000, 1011)])
 
 
 def _trigger_times(stream) -> dict[int, float]:
@@ -264,16 +246,9 @@ def test_min_offsets_per_trigger_with_max_trigger_delay(
     so a trigger sees all of it or none.)"""
     url = pulsar_lite_partitioned.service_url
     send(url, topic_name, [*range(100, 110), *range(10, 15), 1], batching=False)
-    stream = streams(
-        url,
-        as_int,
-        topic=topic_name,
-        startingOffsets="earliest",
-        minOffsetsPerTrigger="15",
-        maxTriggerDelay="4s",
+    stream = first_micro_batch(
+        streams, url, topic=topic_name, minOffsetsPerTrigger="15", maxTriggerDelay="4s"
     )
-    stream.start(processingTime="100 milliseconds")
-    wait_until(lambda: len(stream.batch_sizes()) == 1, 120, "the first micro-batch")
     assert stream.batch_sizes() == [16]
     send(url, topic_name, [*range(15, 21), *range(110, 121), 2])  # 18: let through
     wait_until(lambda: len(stream.batch_sizes()) == 2, 30, "a micro-batch of 18")
@@ -283,7 +258,7 @@ def test_min_offsets_per_trigger_with_max_trigger_delay(
     _held_for_the_delay(stream, 15, 4)
     stream.stop()
     assert stream.batch_sizes() == [16, 18, 10]
-    _check(stream, [1, 2, *range(10, 26), *range(100, 126)])
+    check(stream, [1, 2, *range(10, 26), *range(100, 126)])
 
 
 def test_composite_read_limit(pulsar_lite_partitioned, topic_name, streams) -> None:
@@ -292,24 +267,21 @@ def test_composite_read_limit(pulsar_lite_partitioned, topic_name, streams) -> N
     33; no micro-batch takes more than 20, and one of fewer than 15 only after the delay."""
     url = pulsar_lite_partitioned.service_url
     send(url, topic_name, range(33), batching=False)
-    stream = streams(
+    stream = first_micro_batch(
+        streams,
         url,
-        as_int,
         topic=topic_name,
-        startingOffsets="earliest",
         minOffsetsPerTrigger="15",
         maxOffsetsPerTrigger="20",
         maxTriggerDelay="3s",
     )
-    stream.start(processingTime="100 milliseconds")
-    wait_until(lambda: len(stream.batch_sizes()) == 1, 120, "the first micro-batch")
     assert stream.batch_sizes() == [20]
     send(url, topic_name, range(33, 52))
     wait_until(lambda: sum(stream.batch_sizes()) == 52, 30, "every message")
     _held_for_the_delay(stream, 15, 3)
     stream.stop()
     assert all(size <= 20 for size in stream.batch_sizes()), stream.batch_sizes()
-    _check(stream, range(52))
+    check(stream, range(52))
 
 
 def test_trigger_available_now_reads_what_was_there_in_batches(
@@ -331,22 +303,17 @@ def test_trigger_available_now_reads_what_was_there_in_batches(
     stream.before = late
     stream.run()
     assert written and stream.batch_sizes() == [5, 5, 5]
-    _check(stream, range(15))
+    check(stream, range(15))
     stream.run()
-    _check(stream, [*range(15), *range(100, 105)])
+    check(stream, [*range(15), *range(100, 105)])
 
 
 def test_input_row_metrics(pulsar_lite_partitioned, topic_name, streams) -> None:
     """Spark KafkaMicroBatchSourceSuite: 'input row metrics': the progress counts the 3 rows
     read."""
     url = pulsar_lite_partitioned.service_url
-    send(url, topic_name, [-1])
-    stream = streams(url, plus_one, topic=topic_name)
-    stream.start()
-    stream.process()
-    send(url, topic_name, [1, 2, 3])
-    stream.process()
-    _check(stream, [2, 3, 4])
+    stream = start_between(streams, url, topic_name, topic=topic_name)
+    check(stream, [2, 3, 4])
     assert stream.progress_rows() == 3
     stream.stop()
 
@@ -358,22 +325,14 @@ def test_subscribing_by_pattern_with_topic_deletions(apache_pulsar, topic_name, 
     """Spark KafkaMicroBatchSourceSuite: 'subscribing topic by pattern with topic deletions':
     with ``failOnDataLoss=false`` a deleted topic is dropped and a new one matching the pattern
     read."""
-    url, admin = apache_pulsar.service_url, apache_pulsar.admin
-    seems, bad = f"{topic_name}-seems", f"{topic_name}-bad"
-    admin.create_partitioned_topic(seems, 2)
-    send(url, seems, [-1])
-    stream = streams(url, plus_one, topicsPattern=f"{topic_name}-.*", failOnDataLoss="false")
-    stream.start()
-    stream.process()
-    send(url, seems, [1, 2, 3])
-    stream.process()
-    _check(stream, [2, 3, 4])
-    admin.delete_partitioned_topic(seems)
-    admin.create_partitioned_topic(bad, 2)
-    send(url, bad, [4, 5, 6])
-    stream.process()
-    _check(stream, range(2, 8))
-    stream.stop()
+    admin = apache_pulsar.admin
+    pattern_with_a_topic_replaced(
+        streams,
+        apache_pulsar.service_url,
+        topic_name,
+        lambda topic: admin.create_partitioned_topic(topic, 2),
+        admin.delete_partitioned_topic,
+    )
 
 
 def test_subscribe_by_pattern_with_topic_recreation_between_batches_fails(
@@ -390,7 +349,7 @@ def test_subscribe_by_pattern_with_topic_recreation_between_batches_fails(
     stream = streams(url, as_int, topicsPattern=f"{topic_name}-.*", startingOffsets="earliest")
     stream.start()
     stream.process()
-    _check(stream, [1, 2, 3, 4])
+    check(stream, [1, 2, 3, 4])
     stream.stop()
     admin.delete_partitioned_topic(bad)
     admin.create_partitioned_topic(bad, 1)
@@ -400,7 +359,7 @@ def test_subscribe_by_pattern_with_topic_recreation_between_batches_fails(
         stream.process()
     text = error_text(failure.value)
     assert "DataLossError" in text and f"{bad.rsplit('/', 1)[1]}-partition-0" in text, text
-    _check(stream, [1, 2, 3, 4])
+    check(stream, [1, 2, 3, 4])
 
 
 def test_topic_level_offsets_tolerate_a_new_topic_matching_the_pattern(
@@ -420,11 +379,11 @@ def test_topic_level_offsets_tolerate_a_new_topic_matching_the_pattern(
     )
     stream.start()
     stream.process()
-    _check(stream, [1])
+    check(stream, [1])
     admin.create_topic(second)
     send(url, second, [2])
     stream.process()
-    _check(stream, [1, 2])
+    check(stream, [1, 2])
     stream.stop()
 
 
@@ -531,30 +490,10 @@ def test_stream_stream_self_join(pulsar_lite_partitioned, topic_name, streams) -
     """Spark KafkaMicroBatchSourceSuite: 'ensure stream-stream self-join generates only one
     offset in log and correct metrics': the answer and the input rows are Kafka's; the offset
     log holds two offsets (see below)."""
-    url = pulsar_lite_partitioned.service_url
-
-    def join(df):
-        values = df.selectExpr(
-            "CAST(CAST(value AS STRING) AS INT) AS value",
-            "CAST(CAST(value AS STRING) AS INT) % 5 AS key",
-        )
-        return values.join(values, "key")
-
-    stream = streams(url, join, topic=topic_name)
-    stream.start()
-    stream.process()
-    send(url, topic_name, [1, 2])
-    stream.process()
-    assert sorted(stream.rows()) == [(1, 1, 1), (2, 2, 2)]
-    send(url, topic_name, [6, 3])
-    stream.process()
-    assert sorted(stream.rows()) == sorted(
-        [(1, 1, 1), (2, 2, 2), (3, 3, 3), (1, 6, 1), (1, 1, 6), (1, 6, 6)]
-    )
-    # The scan runs once (exchange reuse, Spark's default): 4 input rows, as Kafka's. But
-    # Spark plans the two sides of a self-join of a Python data source as two sources: two
-    # offsets in the log (Kafka's has one), each source with its own subscription.
-    assert stream.progress_rows() == 4
+    stream = check_self_join(streams, pulsar_lite_partitioned.service_url, topic_name)
+    # The scan runs once (exchange reuse, Spark's default): 4 input rows, as Kafka's (checked
+    # above). But Spark plans the two sides of a self-join of a Python data source as two
+    # sources: two offsets in the log (Kafka's has one), each source with its own subscription.
     logs = sorted(stream.checkpoint.glob("offsets/[0-9]*"), key=lambda p: int(p.name))
     lines = [line[:160] for line in logs[-1].read_text().splitlines()]
     assert len(lines) == 2 + 2, lines  # the version, the metadata, two sources' offsets
@@ -599,7 +538,7 @@ def test_min_partitions(pulsar_lite_partitioned, topic_name, streams) -> None:
     stream.before = lambda frame, _: tasks.append(frame.rdd.getNumPartitions())
     stream.run()
     assert tasks == [tasks[0]] and tasks[0] >= 6, tasks
-    _check(stream, range(21))
+    check(stream, range(21))
 
 
 def test_rate_limit_of_long_max_does_not_overflow(pulsar_lite, topic_name, streams) -> None:
@@ -618,7 +557,7 @@ def test_rate_limit_of_long_max_does_not_overflow(pulsar_lite, topic_name, strea
     stream.process()
     send(url, topic_name, range(30, 35))
     stream.process()
-    _check(stream, range(30, 35))
+    check(stream, range(30, 35))
     stream.stop()
 
 

@@ -8,17 +8,13 @@ admin-API class this connector does not have.
 
 from __future__ import annotations
 
-from tests.spark.peers.support import as_int, send, send_to_partitions, wait_until
+from tests.spark.peers.support import byte_budget, check, send, send_to_partitions, wait_until
 
 SIZE = 50
 
 
 def _padded(values) -> list[str]:
     return [f"{v:0{SIZE}d}" for v in values]
-
-
-def _check(stream, expected) -> None:
-    assert stream.ints() == sorted(expected), stream.rows()
 
 
 def test_last_batch_where_a_message_is_larger_than_max_bytes(pulsar_lite, topic_name, streams):
@@ -28,19 +24,12 @@ def test_last_batch_where_a_message_is_larger_than_max_bytes(pulsar_lite, topic_
     url = pulsar_lite.service_url
     send(url, topic_name, _padded([1, 2, 3]))
     send(url, topic_name, [*_padded([4, 5, 6, 7, 8]), f"{9:0{4 * SIZE}d}"])
-    stream = streams(
-        url,
-        as_int,
-        topic=topic_name,
-        startingOffsets="earliest",
-        failOnDataLoss="true",
-        maxBytesPerTrigger=str(3 * SIZE),
-    )
+    stream = byte_budget(streams, url, 3 * SIZE, topic=topic_name, failOnDataLoss="true")
     stream.run()
     sizes = stream.batch_sizes()
     assert all(size <= 3 for size in sizes) and sizes[-1] == 1, sizes
     assert stream.batches[max(stream.batches)] == [(9,)]  # the large one, alone
-    _check(stream, range(1, 10))
+    check(stream, range(1, 10))
 
 
 def test_admission_control_for_multiple_topics(pulsar_lite, topic_name, streams) -> None:
@@ -49,16 +38,10 @@ def test_admission_control_for_multiple_topics(pulsar_lite, topic_name, streams)
     first, second = f"{topic_name}-1", f"{topic_name}-2"
     send(url, first, _padded([1, 2, 3]))
     send(url, second, _padded(range(4, 10)))
-    stream = streams(
-        url,
-        as_int,
-        topics=f"{first},{second}",
-        startingOffsets="earliest",
-        maxBytesPerTrigger=str(4 * SIZE),
-    )
+    stream = byte_budget(streams, url, 4 * SIZE, topics=f"{first},{second}")
     stream.run()
     assert all(size <= 4 for size in stream.batch_sizes()), stream.batch_sizes()
-    _check(stream, range(1, 10))
+    check(stream, range(1, 10))
 
 
 def test_admission_control_for_concurrent_topic_writes(pulsar_lite, topic_name, streams):
@@ -66,13 +49,7 @@ def test_admission_control_for_concurrent_topic_writes(pulsar_lite, topic_name, 
     writes': the same messages written to both topics while the query runs."""
     url = pulsar_lite.service_url
     first, second = f"{topic_name}-1", f"{topic_name}-2"
-    stream = streams(
-        url,
-        as_int,
-        topics=f"{first},{second}",
-        startingOffsets="earliest",
-        maxBytesPerTrigger=str(4 * SIZE),
-    )
+    stream = byte_budget(streams, url, 4 * SIZE, topics=f"{first},{second}")
     send(url, first, _padded([0]))
     send(url, second, _padded([0]))
     stream.start(processingTime="100 milliseconds")
@@ -82,7 +59,7 @@ def test_admission_control_for_concurrent_topic_writes(pulsar_lite, topic_name, 
     wait_until(lambda: len(stream.values()) == 20, 60, "every message")
     stream.stop()
     assert all(size <= 4 for size in stream.batch_sizes()), stream.batch_sizes()
-    _check(stream, [*range(10), *range(10)])
+    check(stream, [*range(10), *range(10)])
 
 
 def test_admission_control_with_topic_partitions_and_one_added(
@@ -94,14 +71,7 @@ def test_admission_control_with_topic_partitions_and_one_added(
     query runs; no micro-batch beyond the budget."""
     url, admin = apache_pulsar.service_url, apache_pulsar.admin
     admin.create_partitioned_topic(topic_name, 1)
-    stream = streams(
-        url,
-        as_int,
-        topic=topic_name,
-        startingOffsets="earliest",
-        failOnDataLoss="true",
-        maxBytesPerTrigger=str(3 * SIZE),
-    )
+    stream = byte_budget(streams, url, 3 * SIZE, topic=topic_name, failOnDataLoss="true")
     stream.start(processingTime="100 milliseconds")
     send_to_partitions(url, topic_name, {0: _padded([1, 2, 3, 4])})
     wait_until(lambda: len(stream.values()) == 4, 60, "partition 0's messages")
@@ -110,7 +80,7 @@ def test_admission_control_with_topic_partitions_and_one_added(
     wait_until(lambda: len(stream.values()) == 9, 60, "partition 1's messages")
     stream.stop()
     assert all(size <= 3 for size in stream.batch_sizes()), stream.batch_sizes()
-    _check(stream, range(1, 10))
+    check(stream, range(1, 10))
 
 
 def test_admin_configuration_is_accepted_and_needs_no_admin(pulsar_lite, topic_name, streams):
@@ -120,14 +90,13 @@ def test_admin_configuration_is_accepted_and_needs_no_admin(pulsar_lite, topic_n
     needs no admin API, and the limit holds without one."""
     url = pulsar_lite.service_url
     send(url, topic_name, _padded(range(6)))
-    stream = streams(
+    stream = byte_budget(
+        streams,
         url,
-        as_int,
+        3 * SIZE,
         topic=topic_name,
-        startingOffsets="earliest",
-        maxBytesPerTrigger=str(3 * SIZE),
         **{"admin.url": "http://localhost:1", "pulsar.admin.INVALID": "INVALID"},
     )
     stream.run()
     assert stream.batch_sizes() == [3, 3]
-    _check(stream, range(6))
+    check(stream, range(6))

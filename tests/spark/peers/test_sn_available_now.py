@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import time
 
-from tests.spark.peers.support import as_int, plus_one, send
-
-
-def _check(stream, expected) -> None:
-    assert stream.ints() == sorted(expected), stream.rows()
+from tests.spark.peers.support import check, pattern_from_the_fourth, plus_one, send
 
 
 def test_assign_from_latest_offsets_available_now(pulsar_lite, topic_name, streams) -> None:
@@ -22,16 +18,16 @@ def test_assign_from_latest_offsets_available_now(pulsar_lite, topic_name, strea
         url, plus_one, topic=topic_name, startingOffsets="latest", failOnDataLoss="true"
     )
     stream.run()  # the start resolved: what came before is not read
-    _check(stream, [])
+    check(stream, [])
     send(url, topic_name, [2, 3])
     stream.run()
-    _check(stream, [3, 4])
+    check(stream, [3, 4])
     send(url, topic_name, [4, 5, 6])
     stream.run()
-    _check(stream, range(3, 8))
+    check(stream, range(3, 8))
     send(url, topic_name, [7, 8])
     stream.run()
-    _check(stream, range(3, 10))
+    check(stream, range(3, 10))
 
 
 def test_subscribing_topic_by_name_from_earliest_offsets_available_now(
@@ -45,13 +41,13 @@ def test_subscribing_topic_by_name_from_earliest_offsets_available_now(
         url, plus_one, topics=topic_name, startingOffsets="earliest", failOnDataLoss="true"
     )
     stream.run()
-    _check(stream, [2, 3, 4])
+    check(stream, [2, 3, 4])
     send(url, topic_name, [4, 5, 6])
     stream.run()
-    _check(stream, range(2, 8))
+    check(stream, range(2, 8))
     send(url, topic_name, range(7, 17))
     stream.run()
-    _check(stream, range(2, 18))
+    check(stream, range(2, 18))
 
 
 def test_assign_from_time_available_now(pulsar_lite, topic_name, streams) -> None:
@@ -64,7 +60,7 @@ def test_assign_from_time_available_now(pulsar_lite, topic_name, streams) -> Non
     stream.run()
     send(url, topic_name, [7, 8, 9])
     stream.run()
-    _check(stream, [2, 3, 4, 8, 9, 10])
+    check(stream, [2, 3, 4, 8, 9, 10])
 
 
 def test_subscribing_topic_by_pattern_from_specific_offsets_available_now(
@@ -73,19 +69,11 @@ def test_subscribing_topic_by_pattern_from_specific_offsets_available_now(
     """StreamNative PulsarMicroBatchSourceTriggerAvailableNowSuite: 'subscribing topic by
     pattern from specific offsets: available now' (the position as a readable message id)."""
     url = apache_pulsar.service_url
-    topic = f"{topic_name}-suffix"
-    ids = send(url, topic, [-20, -21, -22, 1, 2, 3, 10, 11, 12])
-    stream = streams(
-        url,
-        as_int,
-        topicsPattern=f"{topic_name}-.*",
-        startingOffsets=f'{{"{topic}": "{ids[3]}"}}',
-        failOnDataLoss="true",
-    )
+    stream, topic = pattern_from_the_fourth(streams, url, topic_name)
     send(url, topic, [7])
     stream.run()
     expected = [1, 2, 3, 10, 11, 12, 7]
-    _check(stream, expected)
+    check(stream, expected)
     send(url, topic, range(30, 35))
     stream.run()
-    _check(stream, [*expected, *range(30, 35)])
+    check(stream, [*expected, *range(30, 35)])

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.spark.peers.support import as_int, error_text, plus_one, send, wait_until
+from tests.spark.peers.support import (
+    as_int,
+    check,
+    check_self_join,
+    error_text,
+    pattern_with_a_topic_replaced,
+    send,
+    start_between,
+    wait_until,
+)
 from tests.support.official import read_all
-
-
-def _check(stream, expected) -> None:
-    assert stream.ints() == sorted(expected), stream.rows()
 
 
 def test_data_loss_with_topic_deletion_across_batches(
@@ -65,23 +70,18 @@ def test_input_row_metrics(pulsar_lite_partitioned, topic_name, streams) -> None
     """StreamNative PulsarMicroBatchSourceSuite: 'input row metrics': the progress counts the
     rows read, 3 then 5, and 1 after a restart."""
     url = pulsar_lite_partitioned.service_url
-    send(url, topic_name, [-1])
-    stream = streams(url, plus_one, topic=topic_name)
-    stream.start()
-    stream.process()
-    send(url, topic_name, [1, 2, 3])
-    stream.process()
-    _check(stream, [2, 3, 4])
+    stream = start_between(streams, url, topic_name, topic=topic_name)
+    check(stream, [2, 3, 4])
     assert stream.progress_rows() == 3
     send(url, topic_name, [4, 5])
     stream.process()
-    _check(stream, range(2, 7))
+    check(stream, range(2, 7))
     assert stream.progress_rows() == 5
     stream.stop()
     stream.start()
     send(url, topic_name, [6])
     stream.process()
-    _check(stream, range(2, 8))
+    check(stream, range(2, 8))
     assert stream.progress_rows() == 1
     stream.stop()
 
@@ -92,22 +92,10 @@ def test_subscribing_topic_by_pattern_with_topic_deletions(
     """StreamNative PulsarMicroBatchSourceSuite: 'subscribing topic by pattern with topic
     deletions' (non-partitioned topics; Spark's Kafka suite's, with partitions, is in
     ``test_kafka_micro_batch.py``)."""
-    url, admin = apache_pulsar.service_url, apache_pulsar.admin
-    seems, bad = f"{topic_name}-seems", f"{topic_name}-bad"
-    admin.create_topic(seems)
-    send(url, seems, [-1])
-    stream = streams(url, plus_one, topicsPattern=f"{topic_name}-.*", failOnDataLoss="false")
-    stream.start()
-    stream.process()
-    send(url, seems, [1, 2, 3])
-    stream.process()
-    _check(stream, [2, 3, 4])
-    admin.delete(seems)
-    admin.create_topic(bad)
-    send(url, bad, [4, 5, 6])
-    stream.process()
-    _check(stream, range(2, 8))
-    stream.stop()
+    admin = apache_pulsar.admin
+    pattern_with_a_topic_replaced(
+        streams, apache_pulsar.service_url, topic_name, admin.create_topic, admin.delete
+    )
 
 
 def test_subscribe_topic_by_pattern_with_topic_recreation_between_batches(
@@ -130,7 +118,7 @@ def test_subscribe_topic_by_pattern_with_topic_recreation_between_batches(
     )
     stream.start()
     stream.process()
-    _check(stream, [1, 2, 3, 4])
+    check(stream, [1, 2, 3, 4])
     stream.stop()
     admin.delete(bad)
     admin.create_topic(bad)
@@ -166,27 +154,7 @@ def test_delete_a_topic_when_a_spark_job_is_running(apache_pulsar, topic_name, s
 def test_stream_stream_self_join(pulsar_lite, topic_name, streams) -> None:
     """StreamNative PulsarMicroBatchSourceSuite: 'ensure stream-stream self-join generates
     only one offset in log and correct metrics' (a non-partitioned topic)."""
-    url = pulsar_lite.service_url
-
-    def join(df):
-        values = df.selectExpr(
-            "CAST(CAST(value AS STRING) AS INT) AS value",
-            "CAST(CAST(value AS STRING) AS INT) % 5 AS key",
-        )
-        return values.join(values, "key")
-
-    stream = streams(url, join, topic=topic_name)
-    stream.start()
-    stream.process()
-    send(url, topic_name, [1, 2])
-    stream.process()
-    assert sorted(stream.rows()) == [(1, 1, 1), (2, 2, 2)]
-    send(url, topic_name, [6, 3])
-    stream.process()
-    assert sorted(stream.rows()) == sorted(
-        [(1, 1, 1), (2, 2, 2), (3, 3, 3), (1, 6, 1), (1, 1, 6), (1, 6, 6)]
-    )
-    # One scan runs (exchange reuse); the offset log holds two sources' offsets (see the
-    # Kafka suite's test).
-    assert stream.progress_rows() == 4
+    stream = check_self_join(streams, pulsar_lite.service_url, topic_name)
+    # One scan runs (exchange reuse: 4 input rows, checked); the offset log holds two sources'
+    # offsets (see the Kafka suite's test).
     stream.stop()

@@ -13,40 +13,28 @@ import time
 
 import pytest
 
-from tests.spark.peers.support import as_int, plus_one, send
-
-
-def _check(stream, expected) -> None:
-    assert stream.ints() == sorted(expected), stream.rows()
+from tests.spark.peers.support import (
+    check,
+    from_latest_across_restarts,
+    pattern_from_the_fourth,
+    plus_one,
+    send,
+)
 
 
 def test_assign_from_latest_offsets(pulsar_lite, topic_name, streams) -> None:
     """StreamNative PulsarSourceSuiteBase: 'assign from latest offsets (failOnDataLoss:
     true)': only what is written after the start, across restarts."""
     url = pulsar_lite.service_url
-    send(url, topic_name, [-1])
-    stream = streams(
-        url, plus_one, topic=topic_name, startingOffsets="latest", failOnDataLoss="true"
+    stream = from_latest_across_restarts(
+        streams, url, topic_name, topic=topic_name, failOnDataLoss="true"
     )
-    stream.start()
-    stream.process()
-    send(url, topic_name, [1, 2, 3])
-    stream.process()
-    _check(stream, [2, 3, 4])
-    stream.stop()
-    stream.start()
-    stream.process()
-    _check(stream, [2, 3, 4])  # the data back on recovery
-    stream.stop()
-    send(url, topic_name, [4, 5, 6])  # while stopped
-    stream.start()
-    stream.process()
-    _check(stream, range(2, 8))
+    check(stream, range(2, 8))
     send(url, topic_name, [7, 8])
     stream.process()
     send(url, topic_name, range(9, 17))
     stream.process()
-    _check(stream, range(2, 18))
+    check(stream, range(2, 18))
     stream.stop()
 
 
@@ -61,15 +49,12 @@ def test_subscribing_topic_by_name_from_earliest_offsets(pulsar_lite, topic_name
     stream.start()
     send(url, topic_name, [4, 5, 6])
     stream.process()
-    _check(stream, range(2, 8))
-    stream.stop()
-    send(url, topic_name, [7, 8])
-    stream.start()
-    stream.process()
-    _check(stream, range(2, 10))
+    check(stream, range(2, 8))
+    stream.send_while_stopped(topic_name, [7, 8])
+    check(stream, range(2, 10))
     send(url, topic_name, range(9, 17))
     stream.process()
-    _check(stream, range(2, 18))
+    check(stream, range(2, 18))
     stream.stop()
 
 
@@ -85,7 +70,7 @@ def test_assign_from_time(pulsar_lite, topic_name, streams) -> None:
     stream.start()
     send(url, topic_name, [7, 8, 9])
     stream.process()
-    _check(stream, [2, 3, 4, 8, 9, 10])
+    check(stream, [2, 3, 4, 8, 9, 10])
     stream.stop()
 
 
@@ -96,27 +81,17 @@ def test_subscribing_topic_by_pattern_from_specific_offsets(
     offsets (failOnDataLoss: true)': from the fourth message on (its id in the JSON), across
     a restart."""
     url = apache_pulsar.service_url
-    topic = f"{topic_name}-suffix"
-    ids = send(url, topic, [-20, -21, -22, 1, 2, 3, 10, 11, 12])
-    stream = streams(
-        url,
-        as_int,
-        topicsPattern=f"{topic_name}-.*",
-        startingOffsets=f'{{"{topic}": "{ids[3]}"}}',
-        failOnDataLoss="true",
-    )
+    stream, topic = pattern_from_the_fourth(streams, url, topic_name)
     stream.start()
     send(url, topic, [7])
     stream.process()
     expected = [1, 2, 3, 10, 11, 12, 7]
-    _check(stream, expected)
-    stream.stop()
-    stream.start()
-    stream.process()
-    _check(stream, expected)
+    check(stream, expected)
+    stream.restart()
+    check(stream, expected)
     send(url, topic, range(30, 35))
     stream.process()
-    _check(stream, [*expected, *range(30, 35)])
+    check(stream, [*expected, *range(30, 35)])
     stream.stop()
 
 
