@@ -523,7 +523,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise CheckpointOffsetError(msg)
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
-            start, reported = check_start(client, partition, options)
+            start, reported = check_start(client, topic, start, partition.successor, options)
             part = PartitionRange(topic, start, end)
 
             def missing_start(held: MessageId, first: MessageId) -> None:
