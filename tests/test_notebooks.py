@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.spark import TEST_JVM_OPTIONS
+
 #: The repository root: the runner imports ``tests.support.spark`` from it.
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
@@ -125,6 +127,8 @@ def _run(
         PULSAR_NOTEBOOK_DIR=str(tmp_path / "work"),
         PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")]),
+        # The notebooks build their own session: the tests' JVM options reach it this way.
+        PYSPARK_SUBMIT_ARGS=f'--driver-java-options "{TEST_JVM_OPTIONS}" pyspark-shell',
         **env,
     )
     return subprocess.run(

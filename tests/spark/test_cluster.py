@@ -91,12 +91,15 @@ def _driver(job: dict) -> None:
 
     from pulsar_spark import PulsarDataSource
     from pulsar_spark.client import PulsarClient
+    from tests.support.spark import TEST_JVM_OPTIONS
 
     started = time.perf_counter()
     spark = (
         SparkSession.builder.master("local-cluster[2,1,1024]")
         .appName("pulsar-spark-cluster-test")
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
+        .config("spark.executor.extraJavaOptions", TEST_JVM_OPTIONS)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")

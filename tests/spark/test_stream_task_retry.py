@@ -20,9 +20,10 @@ import pytest
 
 from pulsar_spark.spark.compat import spark_version
 from tests.support.official import produce, read_all
+from tests.support.spark import TEST_JVM_OPTIONS
 
 SCRIPT = textwrap.dedent('''
-    import json, sys
+    import json, os, sys
     from pyspark import TaskContext
     from pyspark.sql import SparkSession
     from pulsar_spark import PulsarDataSource
@@ -50,6 +51,7 @@ SCRIPT = textwrap.dedent('''
     runs = json.loads(sys.argv[1])
     spark = (SparkSession.builder.master("local[2,2]").appName("task-retry")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+             .config("spark.driver.extraJavaOptions", os.environ["TEST_JVM_OPTIONS"])
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(PulsarDataSource)
@@ -89,7 +91,12 @@ def test_a_retried_sink_task_writes_each_row_once_with_deduplication(
         )
     script = tmp_path / "task_retry.py"
     script.write_text(SCRIPT)
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        TEST_JVM_OPTIONS=TEST_JVM_OPTIONS,
+    )
     done = subprocess.run(
         [sys.executable, str(script), json.dumps(runs)],
         env=env,

@@ -50,6 +50,7 @@ from pulsar_spark.spark.stream_reader import PulsarStreamReader
 from pulsar_spark.spark.stream_writer import PulsarStreamWriter
 
 from .figures import figure
+from .spark import TEST_JVM_OPTIONS
 
 __all__ = ["Driver", "figure", "multiset_gaps", "process_tree", "run_job", "wait_for"]
 
@@ -288,6 +289,7 @@ def _session(master: str) -> Any:
         SparkSession.builder.master(master)
         .appName("pulsar-spark-faults")
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.bindAddress", "127.0.0.1")
