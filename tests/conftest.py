@@ -22,7 +22,7 @@ from pulsar_spark.protocol import Frame, FrameDecoder, codec_by_name
 TESTS_DIR = Path(__file__).resolve().parent
 
 #: The brokers' fixtures (pulsar-lite, Apache Pulsar, the fault proxy) and report hook.
-pytest_plugins = ["tests.support.plugin"]
+pytest_plugins = ["tests.support.plugin", "tests.support.ordering"]
 
 GOLDEN_DIR = TESTS_DIR / "golden"
 
