@@ -7,6 +7,7 @@ import math
 
 import pyarrow as pa
 import pytest
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -77,8 +78,17 @@ def test_another_descriptor_reads_by_field_number(
     fill(data.draw, msg, spec, open_enums=True)
     payload = msg.SerializeToString()
     try:
-        reader.FromString(payload)
+        parsed = reader.FromString(payload)
     except DecodeError:
+        with pytest.raises(SchemaDecodeError):
+            proto_plan(info).decode(pa.array([payload], pa.binary()))
+        return
+    try:
+        json_format.MessageToDict(parsed)
+    except json_format.Error:
+        # Found by Hypothesis: a well-known type out of its range (a map entry {"": -1}
+        # read as a Timestamp has nanos -1). protobuf parses it, but refuses it as a value
+        # (its JSON form), and so do we, naming the field and row.
         with pytest.raises(SchemaDecodeError):
             proto_plan(info).decode(pa.array([payload], pa.binary()))
         return
@@ -200,3 +210,18 @@ def test_a_few_long_messages_read_field_by_field_alike(data: st.DataObject) -> N
 
 
 _LONG: dict[int, tuple[type, object]] = {}
+
+
+def test_a_map_entry_read_as_a_timestamp_with_negative_nanos_is_an_error() -> None:
+    """Found by Hypothesis (another descriptor): a map<string, int32> entry {"": -1} read as a
+    repeated Timestamp is Timestamp(seconds=0, nanos=-1): protobuf parses it, refuses it as a
+    value; the decoder fails naming the field and the row instead of passing it on."""
+    writer, _ = build([("map_str", 4, True, "")])
+    reader, info = build([("timestamp", 4, True, "")])
+    msg = writer()
+    msg.f4[""] = -1
+    payload = msg.SerializeToString()
+    with pytest.raises(json_format.Error, match="Timestamp is not valid"):
+        json_format.MessageToDict(reader.FromString(payload))
+    with pytest.raises(SchemaDecodeError, match=r"f4\[\]: row 0: .*out of range"):
+        proto_plan(info).decode(pa.array([payload], pa.binary()))
