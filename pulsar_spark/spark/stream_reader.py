@@ -518,8 +518,9 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PulsarStreamPartition)
         topic, start, end = partition.topic, partition.start, partition.end
-        if end.kind not in ("after", "from"):  # a micro-batch ends after its last message
-            msg = f"end position {str(end)!r} of {topic} is not 'after:<id>'"
+        # A micro-batch ends after its last message; a piece minPartitions cut, at the next.
+        if end.kind not in ("after", "from"):
+            msg = f"end position {str(end)!r} of {topic} is not 'after:<id>' or 'from:<id>'"
             raise CheckpointOffsetError(msg)
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:

@@ -50,7 +50,7 @@ from pulsar_spark.spark.stream_reader import PulsarStreamReader
 from pulsar_spark.spark.stream_writer import PulsarStreamWriter
 
 from .figures import figure
-from .spark import TEST_JVM_OPTIONS
+from .spark import local_session
 
 __all__ = ["Driver", "figure", "multiset_gaps", "process_tree", "run_job", "wait_for"]
 
@@ -283,21 +283,9 @@ class Hanging(PulsarDataSource):
 
 
 def _session(master: str) -> Any:
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("pulsar-spark-faults")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
+    spark = local_session(master)  # the pulsar source registered
     spark.sparkContext.setLogLevel("WARN")
-    for source in (PulsarDataSource, Killing, Hanging):
+    for source in (Killing, Hanging):
         spark.dataSource.register(source)
     return spark
 
