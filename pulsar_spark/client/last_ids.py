@@ -37,7 +37,9 @@ was attached before, or a checkpoint says the stream read it) is attached with
 ``force_topic_creation`` off and, should the subscription be gone, makes it anew
 at the *latest* message: a topic the broker answers TopicNotFound for was deleted
 (:attr:`PartitionEnd.deleted`; it is then subscribed again, created, from its
-earliest message), and a subscription made anew on a topic with messages sits at
+earliest message; where the broker refuses to create it again, a partition of a
+partitioned topic deleted with its metadata, it is answered empty and deleted), and a
+subscription made anew on a topic with messages sits at
 the last of them, so its mark-delete position shows it did not hold what came
 before. Elsewhere a new subscription starts at the earliest message.
 """
@@ -90,8 +92,14 @@ class PartitionEnd:
     #: subscription, or when the broker does not tell it.
     mark_delete: MessageId | None = None
     #: The partition was found deleted (TopicNotFound) where its subscription was
-    #: expected; it was created again, with the subscription at its first message.
+    #: expected; it was created again, with the subscription at its first message, or,
+    #: where the broker refuses to create it again, it is empty (``last`` None).
     deleted: bool = False
+
+
+#: The end of a partition deleted for good: deleted where its subscription was expected,
+#: and the broker refuses to create it again (a partition of a deleted partitioned topic).
+GONE = PartitionEnd(None, None, deleted=True)
 
 
 class _Probe:
@@ -263,7 +271,8 @@ class LastIds:
                 raise ClientError(msg)
 
         def ack(topic: TopicName, deadline: float) -> None:
-            self._retried(topic, deadline, lambda probe: probe.acknowledge(positions[topic]))
+            # A partition deleted for good holds nothing: there is nothing to acknowledge.
+            self._retried(topic, deadline, lambda probe: probe.acknowledge(positions[topic]), None)
 
         self._each(list(positions), ack, close_others=False)
 
@@ -307,21 +316,26 @@ class LastIds:
             return self._pool
 
     def _one(self, topic: TopicName, deadline: float) -> PartitionEnd:
-        end = self._retried(topic, deadline, _Probe.end)
+        end = self._retried(topic, deadline, _Probe.end, GONE)
         with self._lock:
             if topic not in self._deleted:
                 return end
             self._deleted.discard(topic)
         return PartitionEnd(end.last, end.mark_delete, deleted=True)
 
-    def _retried(self, topic: TopicName, deadline: float, call: Callable[[_Probe], _R]) -> _R:
+    def _retried(
+        self, topic: TopicName, deadline: float, call: Callable[[_Probe], _R], gone: _R
+    ) -> _R:
+        """``call`` on the partition's consumer, retried; ``gone`` if the partition was
+        deleted for good (see :meth:`_probe`)."""
         backoff = Backoff()
         # A driver that died without closing its connection keeps its Exclusive
         # consumer on the broker until the broker's keepalive finds it gone.
         busy_deadline = max(deadline, time.monotonic() + BUSY_WAIT)
         while True:
             try:
-                return call(self._probe(topic))
+                probe = self._probe(topic)
+                return gone if probe is None else call(probe)
             except PulsarError as exc:  # noqa: PERF203 (a retry loop)
                 self._forget(topic)
                 delay = backoff.next()
@@ -345,7 +359,10 @@ class LastIds:
             )
         return note
 
-    def _probe(self, topic: TopicName) -> _Probe:
+    def _probe(self, topic: TopicName) -> _Probe | None:
+        """The partition's consumer, attached now if it has none; None: the partition
+        was deleted (TopicNotFound where its subscription was expected) and the broker
+        refuses to create it again."""
         with self._lock:
             probe = self._probes.get(topic)
             address = self._addresses.get(topic)
@@ -377,7 +394,15 @@ class LastIds:
                 conn, topic, config.subscription_prefix, config.read_compacted,
                 self.subscription,
             )  # fmt: skip
-            probe.attach()
+            try:
+                probe.attach()
+            except ServerError as again:
+                if again.code != pb.TopicNotFound:
+                    raise
+                # The broker will not make it again: a partition of a partitioned topic
+                # whose metadata was deleted with it.
+                log.warning("%s: deleted, and cannot be created again", topic)
+                return None
             with self._lock:
                 self._deleted.add(topic)
         with self._lock:

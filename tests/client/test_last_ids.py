@@ -67,3 +67,26 @@ def test_an_unload_is_followed(apache_pulsar, topic_name) -> None:
         assert after is not None and before is not None and after != before
         assert ids.attached == 2
     assert admin.stats(topic_name)["subscriptions"] == {}
+
+
+def test_a_deleted_partitioned_topic_is_answered_deleted_not_an_error(
+    apache_pulsar, topic_name
+) -> None:
+    """A stream's durable subscription on the partitions of a partitioned topic that is
+    then deleted: the broker refuses to make its partitions again (their topic's metadata
+    is gone), so each is answered empty and deleted, where the stream reports the loss,
+    instead of failing the trigger with TopicNotFound."""
+    url, admin = apache_pulsar.service_url, apache_pulsar.admin
+    admin.create_partitioned_topic(topic_name, 2)
+    produce(url, topic_name, [b"a", b"b", b"c", b"d"], batching=False)
+    with PulsarClient(url) as client, LastIds(client._lookup, subscription="s") as ids:
+        names = [parse_topic(p) for p in client.get_partitions(topic_name)]
+        before = ids.ends(names)
+        assert all(not end.deleted for end in before.values())
+        assert sum(end.last is not None for end in before.values()) >= 1
+        admin.delete_partitioned_topic(topic_name)
+        after = ids.ends(names)
+        assert {name: (end.last, end.deleted) for name, end in after.items()} == {
+            name: (None, True) for name in names
+        }
+        ids.acknowledge({name: before[name].last for name in names if before[name].last})

@@ -70,6 +70,7 @@ def test_the_throttle_paces_bytes_and_adds_delay(pulsar_lite, fault_proxy) -> No
         assert 1.2 <= time.monotonic() - started < 10
 
 
+@pytest.mark.waits
 def test_a_5_mb_message_over_a_1_mbit_link_goes_once(pulsar_lite, fault_proxy, topic_name) -> None:
     # 5,000,000 bytes at 125,000 bytes/s: 40 s on the wire. A write used to be given
     # 1 s for a whole frame: the connection was taken for closed, the producer sent
@@ -98,6 +99,7 @@ def test_a_5_mb_message_over_a_1_mbit_link_goes_once(pulsar_lite, fault_proxy, t
         assert _values(client, topic_name) == [b"before", big, b"after"]
 
 
+@pytest.mark.waits
 def test_a_5_mb_message_over_a_2_mbit_link_is_read(pulsar_lite, fault_proxy, topic_name) -> None:
     # One MESSAGE frame of 5,000,000 bytes at 250,000 bytes/s: 20 s on the wire, twice
     # the reader's 10 s stall bound (PartitionReader.STALL) and four times the 5 s
@@ -155,6 +157,7 @@ def test_a_slow_write_is_not_taken_for_a_lost_receipt(
         assert _values(client, topic_name) == sent  # once: nothing was sent again
 
 
+@pytest.mark.waits
 def test_a_stalled_write_fails_within_the_operation_timeout(
     pulsar_lite, fault_proxy, topic_name
 ) -> None:

@@ -29,6 +29,8 @@ import statistics
 import threading
 import time
 
+import pytest
+
 from pulsar_spark import PulsarDataSource
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.spark.compat import spark_version
@@ -65,6 +67,7 @@ def _pending_requests(client: PulsarClient) -> int:
     return sum(len(c._waiters) for c in client._pool._connections.values())
 
 
+@pytest.mark.waits
 def test_soak_produce_consume_and_unload(apache_pulsar_dedup, topic_name, record_property):
     url, admin = apache_pulsar_dedup.service_url, apache_pulsar_dedup.admin
     admin.create_partitioned_topic(topic_name, 2)

@@ -251,6 +251,7 @@ def test_a_stream_stopped_while_producers_write_and_leave_finds_everything(
             assert len(got) < len(first) + len(later)
 
 
+@pytest.mark.waits
 def test_a_subscription_expired_while_the_query_was_stopped_is_reported_as_loss(
     stock, streams, record_property
 ) -> None:

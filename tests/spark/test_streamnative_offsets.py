@@ -72,6 +72,7 @@ def _write(url: str) -> Topics:
             ids[value] = single.send(value.encode())
         other = client.create_producer(c, batching_enabled=False)
         for value in C_VALUES:
+            time.sleep(0.005)  # distinct publish times: the tests start at c1's or c2's
             ids[value] = other.send(value.encode())
     assert len({(m.ledger_id(), m.entry_id()) for v, m in ids.items() if v[0] == "b"}) == 1
     return Topics(url, a, c, ids, {})
