@@ -8,7 +8,8 @@ venv (all at once: downloads and unpacking) and then runs ``smoke/smoke_spark.py
 (one version at a time, ``PULSAR_SPARK_SMOKE_JOBS`` to change: each is a Spark driver with
 two cores' worth of tasks beside the main run's). The rest of the suite runs meanwhile; the
 version tests are moved to the end of the run and wait there for their results (under
-pytest-xdist, to the start: :func:`pytest_collection_modifyitems`). At the
+pytest-xdist, the suite's ordering plugin, ``tests/support/ordering.py``, gives them all to
+one worker, near the start of its share: :func:`pytest_collection_modifyitems`). At the
 end the terminal summary has one line per version: venv built or reused, and how long
 each part took.
 """
@@ -200,9 +201,9 @@ def _xdist_worker() -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """In one process, the version tests last: they wait for the runs started in the
-    background at collection. Under xdist, first: every worker collects, so the runs start
-    in the worker given the version tests (the first share of the run), when the first of
-    them asks (:func:`smoke_runs`), and the other worker takes the rest of the suite."""
+    background at collection. Under xdist, every worker collects, so the runs start in the
+    worker given the version tests, when the first of them asks (:func:`smoke_runs`); the
+    ordering plugin (``tests/support/ordering.py``) gives them all to one worker."""
     worker = _xdist_worker()
     items.sort(key=lambda item: _is_version_test(item) != worker)
 
