@@ -3,6 +3,10 @@ between calls, re-established after an unload and a broker restart, closed when 
 
 from __future__ import annotations
 
+import uuid
+
+import pytest
+
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.last_ids import LastIds
 from pulsar_spark.client.names import parse_topic
@@ -69,14 +73,23 @@ def test_an_unload_is_followed(apache_pulsar, topic_name) -> None:
     assert admin.stats(topic_name)["subscriptions"] == {}
 
 
+@pytest.mark.parametrize("made_again", [True, False], ids=["made-again", "refused"])
 def test_a_deleted_partitioned_topic_is_answered_deleted_not_an_error(
-    apache_pulsar, topic_name
+    apache_pulsar, topic_name, made_again
 ) -> None:
     """A stream's durable subscription on the partitions of a partitioned topic that is
-    then deleted: the broker refuses to make its partitions again (their topic's metadata
-    is gone), so each is answered empty and deleted, where the stream reports the loss,
-    instead of failing the trigger with TopicNotFound."""
+    then deleted: each partition is answered empty and deleted (where the stream reports the
+    loss), whether the broker makes the partition again when subscribed to or refuses to (a
+    namespace without automatic topic creation: TopicNotFound again), instead of failing the
+    trigger with TopicNotFound."""
     url, admin = apache_pulsar.service_url, apache_pulsar.admin
+    if not made_again:
+        namespace = f"public/no-auto-{uuid.uuid4().hex[:8]}"
+        admin.create_namespace(namespace)
+        admin.request(
+            "POST", f"namespaces/{namespace}/autoTopicCreation", {"allowAutoTopicCreation": False}
+        )
+        topic_name = f"persistent://{namespace}/{topic_name.rsplit('/', 1)[1]}"
     admin.create_partitioned_topic(topic_name, 2)
     produce(url, topic_name, [b"a", b"b", b"c", b"d"], batching=False)
     with PulsarClient(url) as client, LastIds(client._lookup, subscription="s") as ids:
