@@ -134,13 +134,27 @@ class GapWatch:
 
     def topic_short(self, last: MessageId | None, reached: Key, needed: Key | None) -> bool:
         """The broker's last message is ``last`` (None: the topic is empty), the read is
-        at ``reached``: whether the entries up to ``needed`` are gone (then reported)."""
-        if needed is None or reached >= needed:
+        at ``reached``: whether the entries up to ``needed`` are gone (then reported).
+
+        Outside compacted reads the answer is confirmed by a probe: a consumer attached to
+        a topic instance that an unload closed can answer a stale last id (Apache Pulsar
+        4.0), and an entry the probe still finds is not lost (see :meth:`behind`)."""
+        if not self.behind(last, reached, needed):
             return False
-        if last is not None and (last.ledger, last.entry) >= needed:
+        assert needed is not None
+        if not self.compacted and self._entry_there(needed):
             return False
         self.lost(reached, (needed[0], needed[1] + 1))
         return True
+
+    @staticmethod
+    def behind(last: MessageId | None, reached: Key, needed: Key | None) -> bool:
+        """Whether the broker's last message ``last`` (None: the topic is empty) lies
+        before ``needed``, the last entry the read must deliver, which it has not
+        ``reached``."""
+        if needed is None or reached >= needed:
+            return False
+        return last is None or (last.ledger, last.entry) < needed
 
     def _entry_there(self, key: Key) -> bool:
         """Whether the ledger of entry ``key`` still holds it (or an entry after it)."""

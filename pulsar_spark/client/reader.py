@@ -378,8 +378,17 @@ class PartitionReader(ReaderSession):
             return False
         seen = self._processed or (-1, -1)
         quiet = quiet_for(self._idle_since, self._live().conn.arriving_at, self._timeout)
-        if self._gaps.topic_short(last, self._reached(), self._needed):
+        reached = self._reached()
+        if self._gaps.topic_short(last, reached, self._needed):
             return True  # what was left to read is gone (reported)
+        if self._gaps.behind(last, reached, self._needed):
+            # The topic still holds what the read needs: the answer came from a consumer
+            # left on a topic instance an unload closed. Subscribe again.
+            self._reconnect(
+                f"the broker answered {last} as the last message id, but the topic still "
+                "holds the entries the read needs"
+            )
+            return False
         if last is None or (last.ledger, last.entry) <= seen:
             # The end (say, a marker) will never be dispatched; but chunks may still
             # come for a message begun in the range.
