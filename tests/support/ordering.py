@@ -6,9 +6,10 @@ query, a broker's start, Hypothesis); some mostly wait (a subscription to expire
 stock broker's clock, a throttled link, the soak's paced producer), and while a worker waits
 a core idles. So a test takes one of :func:`slot_count` slots (the machine's cores) for its
 whole run, setup and teardown included, and a worker whose test finds them all taken waits
-for one; a test marked ``waits`` takes none, and runs beside two that compute. The slots
-are file locks in a folder named by the run (xdist's ``PYTEST_XDIST_TESTRUNUID``): a
-worker that dies lets go of its lock with its process. Without xdist nothing is locked.
+for one, in turn; a test marked ``waits`` takes none, and runs beside two that compute.
+The slots (and the queue for them) are file locks in a folder named by the run (xdist's
+``PYTEST_XDIST_TESTRUNUID``): a worker that dies lets go of its locks with its process.
+Without xdist nothing is locked.
 
 **Order.** ``--dist worksteal`` hands worker *i* of *k* the next ``len(left) // (k - i)``
 tests of the collected list (contiguous shares), then lets a worker that runs dry take half
@@ -197,22 +198,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @contextlib.contextmanager
 def _slot(folder: Path, count: int) -> Iterator[None]:
+    """Hold one of ``count`` slots. Workers wanting one queue on a lock first: without it, a
+    worker that just let go of its slot takes it back for its next test within a
+    millisecond, and a worker polling for one could wait for the whole run."""
     folder.mkdir(parents=True, exist_ok=True)
-    while True:
-        for n in range(count):
-            fd = os.open(folder / f"slot-{n}", os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
-            return
-        time.sleep(POLL)
+    queue = os.open(folder / "queue", os.O_CREAT | os.O_RDWR, 0o600)
+    held = None
+    try:
+        fcntl.flock(queue, fcntl.LOCK_EX)  # blocks: the next in line
+        while held is None:
+            for n in range(count):
+                fd = os.open(folder / f"slot-{n}", os.O_CREAT | os.O_RDWR, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                held = fd
+                break
+            else:
+                time.sleep(POLL)
+    finally:
+        os.close(queue)  # and its lock: the next in line polls now
+    try:
+        yield
+    finally:
+        os.close(held)  # and its lock
 
 
 @pytest.hookimpl(wrapper=True)
