@@ -254,6 +254,19 @@ class PulsarAdmin:
     def get_retention(self, topic: str, applied: bool = True) -> dict[str, int] | None:
         return self.request("GET", f"{topic_path(topic)}/retention", params={"applied": applied})
 
+    def apply_retention(
+        self, topic: str, minutes: int = -1, size_mb: int = -1, timeout: float = 30.0
+    ) -> None:
+        """:meth:`set_retention`, then wait until the broker applies it (topic policies
+        travel through a system topic)."""
+        self.set_retention(topic, minutes, size_mb)
+        wanted = {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size_mb}
+        self.wait_until(
+            lambda: all((self.get_retention(topic) or {}).get(k) == v for k, v in wanted.items()),
+            timeout,
+            f"retention {minutes} min / {size_mb} MB on {topic}",
+        )
+
     def unload(self, topic: str) -> None:
         """Unload a topic (or, for a partitioned one, every partition): clients reconnect."""
         self.request("PUT", f"{topic_path(topic)}/unload")

@@ -23,7 +23,9 @@ ZooKeeper and one bookie in one JVM) from the distribution of
     clock (:data:`STOCK_SETTINGS`): no retention, closed ledgers of a topic that no durable
     subscription needs are deleted within about a second, ledgers roll every 20 entries,
     and a topic with no subscription and no producer is deleted after 3 s of inactivity.
-    The other variants turn inactive-topic deletion off and never roll a ledger.
+    The other variants turn inactive-topic deletion off, never roll a ledger, and keep
+    closed ledgers (unlimited retention: an unload closes a ledger; truncation still
+    removes them).
 
 Readiness means: the process is alive, the binary port answers CONNECT with CONNECTED
 (over TLS and with a token on the secure one), the admin API answers and lists
