@@ -33,8 +33,9 @@ from ..columnar import ROW_SCHEMA  # noqa: E402
 from .errors import PulsarOptionError, PulsarSchemaError, PulsarWriteError  # noqa: E402
 from .option_crypto import warn_unredacted_keys  # noqa: E402
 from .options import PulsarOptions, Scope, parse_options  # noqa: E402
+from .pushdown import pushdown_asked  # noqa: E402
 from .read_schema import ReadSchema  # noqa: E402
-from .reader import PulsarBatchReader  # noqa: E402
+from .reader import PulsarBatchReader, PulsarFilteringReader  # noqa: E402
 from .spark_types import arrow_for, spark_schema  # noqa: E402
 from .streamnative_rows import STREAMNATIVE, SinkColumns, sink_columns  # noqa: E402
 from .writer import PulsarArrowWriter, check_columns, plan_topic_writes  # noqa: E402
@@ -178,6 +179,8 @@ class PulsarDataSource(DataSource):
 
     def reader(self, schema: StructType) -> PulsarBatchReader:
         read = self._check_read(schema, Scope.BATCH_READ)
+        if pushdown_asked(self.parsed.push_filters):  # see .pushdown
+            return PulsarFilteringReader(self.parsed, read, schema)
         return PulsarBatchReader(self.parsed, read, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> PulsarArrowWriter:

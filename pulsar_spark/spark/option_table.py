@@ -142,6 +142,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("minPartitions", (), READ, v.positive, "min_partitions", None,
            "at least this many Spark tasks per read or micro-batch: large topic "
            "partitions are split by entry ranges (or publish-time ranges across ledgers)"),
+    Option("pushFilters", (), BATCH_READ, v.push_filters, "push_filters", "auto",
+           "with Spark's `spark.sql.python.filterPushdown.enabled` (Spark 4.1+), filters on "
+           "`topic`, `partition` and `publishTime` narrow what is read (see Filter pushdown); "
+           "`auto`: where Spark keeps a pushed plan to its own query (not in 4.1 to 4.3), "
+           "`true`: on 4.1 to 4.3 too (load a DataFrame per filtered query there), `false`: "
+           "never"),
     Option("maxRecordsPerTrigger", ("maxOffsetsPerTrigger",), STREAM_READ, v.positive,
            "max_records_per_trigger", None,
            "rows per micro-batch at most, shared fairly by the partitions (Spark 4.2+)"),

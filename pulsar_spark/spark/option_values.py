@@ -70,6 +70,15 @@ def boolean(name: str, value: str) -> bool:
     raise PulsarOptionError(name, f"expected true or false, got {value!r}")
 
 
+def push_filters(name: str, value: str) -> str:
+    """``auto``, ``true`` or ``false``: when a batch read takes Spark's filters
+    (:mod:`.pushdown`)."""
+    found = value.strip().lower()
+    if found in ("auto", "true", "false"):
+        return found
+    raise PulsarOptionError(name, f"expected auto, true or false, got {value!r}")
+
+
 def positive(name: str, value: str) -> int:
     """An integer of at least 1."""
     return _int(name, value, minimum=1)

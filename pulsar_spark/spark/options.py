@@ -97,6 +97,7 @@ class PulsarOptions:
     ending_time: OffsetSpec | None
     fail_on_data_loss: bool
     min_partitions: int | None
+    push_filters: str
     schema_mode: str
     avro_schema: SchemaInfo | None
     json_schema: SchemaInfo | None

@@ -8,6 +8,8 @@ runs in each task: it opens its own client, reads its range through a
 non-durable subscription (nothing stays behind on the broker) and yields
 Arrow record batches with the row schema, values decoded as the read's
 :class:`~.read_schema.ReadSchema` says (:func:`typed_batches`).
+:class:`PulsarFilteringReader` also takes the query's filters on topic, partition and
+publish time (:mod:`.pushdown`), and reads only what they leave.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
@@ -25,6 +28,7 @@ from ..columnar import ROW_SCHEMA
 from ..protocol.position import Position
 from .connect import open_client
 from .options import PulsarOptions
+from .pushdown import Narrowing, narrow_times, narrowing
 from .ranges import PartitionRange, fix_ends, plan_ranges, read_range
 from .read_schema import ReadSchema, check_unplanned
 from .spark_types import arrow_for, to_spark_arrow
@@ -32,7 +36,12 @@ from .splits import split_ranges
 from .streamnative_rows import STREAMNATIVE, streamnative_batch
 from .value_decode import ValueDecoder
 
-__all__ = ["PulsarBatchReader", "PulsarInputPartition", "typed_batches"]
+__all__ = [
+    "PulsarBatchReader",
+    "PulsarFilteringReader",
+    "PulsarInputPartition",
+    "typed_batches",
+]
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS = 50_000
@@ -59,12 +68,20 @@ class PulsarBatchReader(DataSourceReader):
         self.read_schema = read
         #: The Arrow schema Spark expects of the batches.
         self.target = arrow_for(schema)
+        #: What the query's pushed filters leave to read (:class:`PulsarFilteringReader`).
+        self.narrowing: Narrowing | None = None
 
     def partitions(self) -> list[InputPartition]:
         options = self.options
+        narrow = self.narrowing
         with open_client(options) as client:
             check_unplanned(client, options, self.read_schema)
-            ranges = fix_ends(client, plan_ranges(client, options))
+            ranges = plan_ranges(client, options)
+            if narrow is not None:
+                ranges = [r for r in ranges if narrow.keeps(r.topic)]
+            ranges = fix_ends(client, ranges)
+            if narrow is not None:
+                ranges = narrow_times(client, ranges, narrow)
             if options.min_partitions is not None:
                 ranges = split_ranges(client, ranges, options.min_partitions)
         return [PulsarInputPartition(r.topic, r.start, r.end) for r in ranges]
@@ -81,6 +98,15 @@ class PulsarBatchReader(DataSourceReader):
             yield from typed_batches(
                 client, partition.topic, batches, self.read_schema, self.target, stream=False
             )
+
+
+class PulsarFilteringReader(PulsarBatchReader):
+    """A batch reader that takes filters (Spark 4.1+ with
+    ``spark.sql.python.filterPushdown.enabled``; see :mod:`.pushdown`)."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        self.narrowing, rest = narrowing(filters, self.read_schema.layout)
+        return rest
 
 
 def typed_batches(

@@ -1,0 +1,141 @@
+"""Filter pushdown: a time window and one partition of a big topic, with and without it.
+
+    python bench/spark_pushdown.py [--messages 10000000] [--size 20] [--runs 3]
+                                   [--window-percent 1] [--service-url URL]
+
+Two embedded pulsar-lite brokers are started (every topic has 4 partitions on the
+first and 8 on the second; or give ``--service-url`` of an Apache Pulsar on which
+the topics are created partitioned beforehand). Our producer writes ``--messages``
+payloads of ``--size`` bytes to a topic of each; the last ``--window-percent`` percent
+of the first one's messages are sent after a pause, and the time before them noted.
+Then, in one ``local[2]`` session (``pushFilters=true``, a DataFrame per query), each
+query once to warm up and ``--runs`` times with ``spark.sql.python.filterPushdown.enabled``
+off and on, in turn (best of each):
+
+* **window**: ``load().where(publishTime >= T).count()`` on the 4-partition topic;
+  the goal is pushdown at least 20x faster, with the same count;
+* **partition**: ``load().where("partition = 3").count()`` on the 8-partition topic;
+  the goal is at least 6x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from _broker import spark_session
+from _shapes import sample_table
+from support.lite import PulsarLite
+
+from pulsar_spark.client import PulsarClient
+
+CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def produce(url: str, topic: str, count: int, size: int) -> None:
+    table = sample_table("fixed", min(count, 100_000), size)
+    with PulsarClient(url) as client:
+        producer = client.create_producer(topic, compression="lz4", max_pending_messages=20_000)
+        left = count
+        while left:
+            part = table.slice(0, min(left, table.num_rows))
+            producer.send_batch(part)
+            left -= part.num_rows
+        producer.flush()
+        producer.close()
+
+
+def timed(spark, setting: str, query) -> tuple[float, int]:
+    spark.conf.set(CONF, setting)
+    started = time.perf_counter()
+    count = query()
+    return time.perf_counter() - started, count
+
+
+def compare(spark, name: str, query, runs: int, goal: float) -> bool:
+    timed(spark, "false", query)  # warm-up, both ways
+    timed(spark, "true", query)
+    off: list[float] = []
+    on: list[float] = []
+    counts = set()
+    for _ in range(runs):
+        for setting, into in (("false", off), ("true", on)):
+            seconds, count = timed(spark, setting, query)
+            into.append(seconds)
+            counts.add(count)
+    ratio = min(off) / min(on)
+    same = len(counts) == 1
+    print(
+        f"{name:10s} count {sorted(counts)}  without {min(off):7.3f} s  with {min(on):7.3f} s"
+        f"  ratio {ratio:6.1f}x (goal {goal:g}x){'' if same else '  COUNTS DIFFER'}",
+        flush=True,
+    )
+    return same and ratio >= goal
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10_000_000)
+    parser.add_argument("--size", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--window-percent", type=float, default=1.0)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-pushdown-"))
+    four = PulsarLite(root / "four", name="bench-4", default_partitions=4)
+    eight = PulsarLite(root / "eight", name="bench-8", default_partitions=8)
+    four.start()
+    eight.start()
+    try:
+        topic = "persistent://public/default/pushdown-window"
+        tail = max(1, int(args.messages * args.window_percent / 100))
+        started = time.perf_counter()
+        produce(four.service_url, topic, args.messages - tail, args.size)
+        time.sleep(0.05)
+        cut = dt.datetime.now(dt.timezone.utc)
+        time.sleep(0.05)
+        produce(four.service_url, topic, tail, args.size)
+        other = "persistent://public/default/pushdown-partitions"
+        produce(eight.service_url, other, args.messages, args.size)
+        print(
+            f"produced 2 x {args.messages:,} messages of {args.size} B in "
+            f"{time.perf_counter() - started:.1f} s; window: the last {tail:,}",
+            flush=True,
+        )
+        spark = spark_session("bench-pushdown", 2)
+
+        def load(url: str, name: str):
+            return (
+                spark.read.format("pulsar")
+                .option("service.url", url)
+                .option("topic", name)
+                .option("pushFilters", "true")
+                .load()
+            )
+
+        since = f"publishTime >= '{cut.isoformat()}'"
+        window = compare(
+            spark, "window", lambda: load(four.service_url, topic).where(since).count(),
+            args.runs, 20,
+        )  # fmt: skip
+        partition = compare(
+            spark,
+            "partition",
+            lambda: load(eight.service_url, other).where("partition = 3").count(),
+            args.runs,
+            6,
+        )
+        spark.stop()
+        return 0 if window and partition else 1
+    finally:
+        four.close()
+        eight.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
