@@ -16,7 +16,12 @@ KEYS = 6
 
 
 def compact(admin, topic: str, timeout: float = 120.0) -> None:
-    """Trigger compaction of ``topic`` (persistent://public/default/...) and wait for it."""
+    """Trigger compaction of ``topic`` (persistent://public/default/...) and wait for it.
+
+    The topic gets the stock retention (none) first: the fixture's brokers keep closed
+    ledgers, and these tests are about a compacted topic whose trimmed ledgers the
+    compacted one stands for."""
+    admin.apply_retention(topic, minutes=0, size_mb=0)
     path = "persistent/" + topic.split("://", 1)[-1] + "/compaction"
     admin.request("PUT", path)
     deadline = time.monotonic() + timeout
@@ -109,7 +114,6 @@ def test_compaction_skips_are_not_losses(apache_pulsar, topic_name) -> None:
     ledger reports no loss, while a plain read rightly does."""
     url, admin = apache_pulsar.service_url, apache_pulsar.admin
     ids = produce(url, topic_name, [*keyed_history(), b"tail-1", b"tail-2"], batching=False)
-    admin.apply_retention(topic_name, minutes=0, size_mb=0)  # the fixture keeps ledgers
     compact(admin, topic_name)  # drops the keyless tail
     path = "persistent/" + topic_name.split("://", 1)[-1]
     admin.unload(topic_name)  # a new ledger for what comes next
