@@ -30,7 +30,7 @@ from .names import ServiceUrl, TopicName, parse_service_url, parse_topic
 from .reader import PartitionReader
 from .retry import Action, Backoff, classify
 from .sinks import MessageRef
-from .transport import TlsMismatch
+from .transport import CertificateRefused, TlsMismatch
 
 __all__ = [
     "Authentication",
@@ -60,6 +60,7 @@ __all__ = [
     "InvalidTopicName",
     "OperationTimeout",
     "TlsMismatch",
+    "CertificateRefused",
     "ServiceUrl",
     "TopicName",
     "parse_service_url",

@@ -8,7 +8,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -27,14 +27,16 @@ from .errors import ClientError
 from .last_ids import LastIds
 from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
-from .producer import Producer
 from .reader import PartitionReader, make_decryptor, message_id_at_time
 from .reader_session import first_entry, last_message_id
 from .retry import Action, Backoff, classify
-from .routing import PartitionedProducer
 from .schemas import SchemaRegistry, VersionedSchema
 from .sinks import MessageRef
 from .subscription import acknowledge_cumulative, unsubscribe
+
+if TYPE_CHECKING:  # loaded by create_producer: a read does not import the write path
+    from .producer import Producer
+    from .routing import PartitionedProducer
 
 __all__ = ["MessageRef", "PulsarClient", "parse_position", "publish_time_ms"]
 
@@ -284,6 +286,9 @@ class PulsarClient:
         version it got, and its messages carry it; values are sent as given; an
         incompatible one raises ``IncompatibleSchemaError`` naming topic and schema type).
         """
+        from .producer import Producer
+        from .routing import PartitionedProducer
+
         name = parse_topic(topic)
         count = 0 if name.partition >= 0 else self._partitions_retried(name)
         if count == 0:

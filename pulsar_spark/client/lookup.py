@@ -76,15 +76,17 @@ class ConnectionPool:
     def service(self) -> Connection:
         """A connection to one of the service URL's hosts, trying each in turn."""
         hosts = self.service_url.hosts
-        errors = []
+        failures: list[ConnectError] = []
         for _ in hosts:
             host, port = hosts[next(self._next_host)]
             try:
                 return self.get(host, port)
             except ConnectError as exc:
-                errors.append(str(exc))
-        msg = f"no host of {self.service_url} is reachable: " + "; ".join(errors)
-        raise ConnectError(msg)
+                failures.append(exc)
+        msg = f"no host of {self.service_url} is reachable: " + "; ".join(map(str, failures))
+        if all(not exc.retriable for exc in failures):  # each refused for good (a certificate)
+            raise type(failures[-1])(msg) from failures[-1]
+        raise ConnectError(msg) from failures[-1]
 
     def for_broker(self, address: BrokerAddress) -> Connection:
         """A connection that reaches the broker at ``address``."""

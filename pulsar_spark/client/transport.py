@@ -37,7 +37,7 @@ from .auth import Authentication
 from .config import TlsOptions
 from .errors import ClientError, ConnectError
 
-__all__ = ["TlsMismatch", "Transport", "speaks_tls"]
+__all__ = ["CertificateRefused", "TlsMismatch", "Transport", "speaks_tls"]
 
 try:
     import fcntl
@@ -55,6 +55,15 @@ class TlsMismatch(ClientError):
     ``pulsar+ssl://`` URL, or TLS to a ``pulsar://`` one. A configuration error
     (fatal: retrying cannot help), found by probing the port once a connection
     failed."""
+
+
+class CertificateRefused(ConnectError):
+    """The broker's TLS certificate is not trusted (another CA, or the system's trust
+    store that does not know the broker's CA) or does not name the host connected to. A
+    configuration error: the same broker answers the same certificate, so it is not
+    retried (fatal), unlike the other connect failures."""
+
+    retriable = False
 
 
 class Transport:
@@ -93,7 +102,9 @@ class Transport:
         """Connect (and wrap in TLS) within ``timeout`` seconds.
 
         Raises:
-            ConnectError: unreachable, or the TLS handshake failed or took too long.
+            ConnectError: unreachable, or the TLS handshake failed or took too long
+                (:class:`CertificateRefused`, not retried, when the certificate is not
+                trusted or does not name the host).
         """
         address = f"{host}:{port}"
         try:
@@ -108,7 +119,7 @@ class Transport:
             except ssl.SSLCertVerificationError as exc:
                 sock.close()
                 msg = f"TLS handshake with {address} failed: {exc}"
-                raise ConnectError(msg) from exc
+                raise CertificateRefused(msg) from exc
             except TimeoutError as exc:
                 sock.close()
                 msg = f"TLS handshake with {address}: no answer within {timeout:g} s"

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from pulsar_spark.client import (
+    CertificateRefused,
     ConnectError,
     PulsarClient,
     TlsAuthentication,
@@ -146,13 +147,17 @@ def test_the_wrong_host_name_is_refused(apache_pulsar_secure, topic_name) -> Non
 
 def test_the_system_trust_store_does_not_know_the_test_ca(apache_pulsar_secure) -> None:
     broker = apache_pulsar_secure
+    started = time.monotonic()
     with (
         PulsarClient(
             broker.service_url, auth=TokenAuthentication(broker.secure.token), connect_timeout=5
         ) as client,
-        pytest.raises(ConnectError, match=r"(?i)certificate verify failed"),
+        pytest.raises(CertificateRefused, match=r"(?i)certificate verify failed") as refused,
     ):
         client.get_partitions("persistent://public/default/anything")
+    # A configuration error: not retried until the operation timeout (30 s here).
+    assert not refused.value.retriable and isinstance(refused.value, ConnectError)
+    assert time.monotonic() - started < 5
 
 
 # -- tokens --------------------------------------------------------------------------
