@@ -319,6 +319,11 @@ def test_a_topic_deleted_and_created_again_mid_stream(
     produce(url, topic_name, old, batching=False)
     wait_for(lambda: len(stream.values()) >= len(old), 60, "the old rows")
     admin.delete(topic_name, force=True)
+    # The stream asks for the topic's end every few ms; let it find the topic gone first.
+    # Made again before that and still empty when the stream's durable subscription
+    # attaches anew, the topic cannot be told from one whose ledger rolled (the
+    # subscription sits at the new ledger's start either way; see stream_subscription.holds).
+    time.sleep(1.0)
     with official_client(url) as client:  # kept open: the new topic is not idle
         producer = client.create_producer(topic_name, batching_enabled=False)
         for value in new:
