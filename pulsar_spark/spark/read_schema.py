@@ -33,8 +33,6 @@ import pyarrow as pa
 from ..client import PulsarClient
 from ..client.schemas import VersionedSchema
 from ..columnar import ROW_SCHEMA
-from ..columnar.json_decode import nullable_type
-from ..columnar.schema_arrow import arrow_type
 from ..columnar.schema_errors import SchemaError
 from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
 from .errors import TopicSchemaError
@@ -139,6 +137,10 @@ def value_type(info: SchemaInfo, *, topic: str = "") -> pa.DataType:
     Raises:
         UnmappableSchema: naming the field and ``topic``.
     """
+    # Imported here: a raw read (its workers too) maps no schema.
+    from ..columnar.json_decode import nullable_type
+    from ..columnar.schema_arrow import arrow_type
+
     mapped = arrow_type(info, topic=topic)
     return nullable_type(mapped) if info.type is SchemaType.JSON else mapped
 

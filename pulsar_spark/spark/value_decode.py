@@ -36,10 +36,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..columnar.avro_decode import avro_plan
-from ..columnar.json_decode import decode_json
-from ..columnar.primitive_decode import decode_primitive, decode_primitive_collect
-from ..columnar.proto_decode import proto_plan, proto_resolve
 from ..columnar.schema_errors import SchemaDecodeError, SchemaError, SchemaResolutionError
 from ..protocol.schema_info import KeyValueEncoding, SchemaInfo, SchemaType, split_key_value
 from .errors import SchemaChangedError
@@ -254,8 +250,11 @@ class ValueDecoder:
     def _decode(
         self, writer: SchemaInfo, reader: SchemaInfo, values: pa.Array, collect: bool
     ) -> Decoded:
+        # Each format's decoder is imported by its branch: a worker loads what it reads.
         kind = reader.type
         if kind is SchemaType.AVRO:
+            from ..columnar.avro_decode import avro_plan
+
             if writer.type is not SchemaType.AVRO:
                 msg = f"{writer.describe()} values cannot be read as AVRO"
                 raise _Mismatch(msg)
@@ -264,6 +263,9 @@ class ValueDecoder:
                 return plan.decode_collect(values)
             return plan.decode(values), None
         if kind is SchemaType.JSON:
+            from ..columnar.avro_decode import avro_plan
+            from ..columnar.json_decode import decode_json
+
             if writer.type is SchemaType.JSON and writer is not reader:
                 avro_plan(writer.data, reader.data, topic=self.topic)  # resolves, or raises
             elif (
@@ -273,6 +275,8 @@ class ValueDecoder:
                 raise _Mismatch(msg)
             return decode_json(self._type(reader), values, topic=self.topic, collect=collect)
         if kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
+            from ..columnar.proto_decode import proto_plan, proto_resolve
+
             if writer.type is not kind:
                 msg = f"{writer.describe()} values cannot be read as {kind.name}"
                 raise _Mismatch(msg)
@@ -283,6 +287,8 @@ class ValueDecoder:
                 return proto.decode_collect(values)
             return proto.decode(values), None
         if kind.is_primitive:
+            from ..columnar.primitive_decode import decode_primitive, decode_primitive_collect
+
             if writer.type is not kind and not writer.type.is_bytes:
                 msg = f"{writer.describe()} values cannot be read as {kind.name}"
                 raise _Mismatch(msg)
