@@ -1,11 +1,10 @@
 """Filter pushdown: a time window and one partition of a big topic, with and without it.
 
     python bench/spark_pushdown.py [--messages 10000000] [--size 20] [--runs 3]
-                                   [--window-percent 1] [--service-url URL]
+                                   [--window-percent 1]
 
 Two embedded pulsar-lite brokers are started (every topic has 4 partitions on the
-first and 8 on the second; or give ``--service-url`` of an Apache Pulsar on which
-the topics are created partitioned beforehand). Our producer writes ``--messages``
+first and 8 on the second). Our producer writes ``--messages``
 payloads of ``--size`` bytes to a topic of each; the last ``--window-percent`` percent
 of the first one's messages are sent after a pause, and the time before them noted.
 Then, in one ``local[2]`` session (``pushFilters=true``, a DataFrame per query), each
@@ -30,25 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import spark_session
-from _shapes import sample_table
+from spark_read import produce_ours
 from support.lite import PulsarLite
 
-from pulsar_spark.client import PulsarClient
-
 CONF = "spark.sql.python.filterPushdown.enabled"
-
-
-def produce(url: str, topic: str, count: int, size: int) -> None:
-    table = sample_table("fixed", min(count, 100_000), size)
-    with PulsarClient(url) as client:
-        producer = client.create_producer(topic, compression="lz4", max_pending_messages=20_000)
-        left = count
-        while left:
-            part = table.slice(0, min(left, table.num_rows))
-            producer.send_batch(part)
-            left -= part.num_rows
-        producer.flush()
-        producer.close()
 
 
 def timed(spark, setting: str, query) -> tuple[float, int]:
@@ -95,13 +79,13 @@ def main() -> int:
         topic = "persistent://public/default/pushdown-window"
         tail = max(1, int(args.messages * args.window_percent / 100))
         started = time.perf_counter()
-        produce(four.service_url, topic, args.messages - tail, args.size)
+        produce_ours(four.service_url, topic, args.messages - tail, args.size)
         time.sleep(0.05)
         cut = dt.datetime.now(dt.timezone.utc)
         time.sleep(0.05)
-        produce(four.service_url, topic, tail, args.size)
+        produce_ours(four.service_url, topic, tail, args.size)
         other = "persistent://public/default/pushdown-partitions"
-        produce(eight.service_url, other, args.messages, args.size)
+        produce_ours(eight.service_url, other, args.messages, args.size)
         print(
             f"produced 2 x {args.messages:,} messages of {args.size} B in "
             f"{time.perf_counter() - started:.1f} s; window: the last {tail:,}",
