@@ -30,16 +30,15 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol.crypto_errors import CryptoKeyError, DecryptionError
 from ..protocol.encryption import CryptoFailureAction, Decryptor, crypto_failure_action
 from ..protocol.encryptor import Encryptor
-from ..protocol.key_wrap import PrivateKey, PublicKey, check_private_key, check_public_key
+from ..protocol.key_wrap import check_private_key, check_public_key
+
+if TYPE_CHECKING:  # cryptography is loaded where a key is (see protocol.key_wrap)
+    from ..protocol.key_wrap import PrivateKey, PublicKey
 
 __all__ = [
     "CryptoStats",
@@ -326,6 +325,9 @@ def _block(pem: bytes, labels: tuple[str, ...], where: str, kind: str) -> tuple[
 
 
 def _private(pem: bytes, option: str, name: str | None) -> PrivateKey:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
     where = _where(option, name)
     _, block = _block(pem, _PRIVATE_LABELS, where, "private key")
     try:
@@ -338,6 +340,10 @@ def _private(pem: bytes, option: str, name: str | None) -> PrivateKey:
 
 
 def _public(pem: bytes, option: str, name: str | None) -> PublicKey:
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
     where = _where(option, name)
     label, block = _block(pem, _PUBLIC_LABELS, where, "public key or certificate")
     try:

@@ -25,10 +25,10 @@ import tempfile
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
+if TYPE_CHECKING:  # cryptography is loaded where a store is (a client without one never does)
+    from cryptography import x509
 
 from .errors import ClientError
 
@@ -81,10 +81,15 @@ def load_store(path: str, store_type: str, password: str | None) -> StoreContent
 
 
 def _pem(cert: x509.Certificate) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
 
 
 def _pkcs12(path: str, data: bytes, password: bytes) -> StoreContents:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     if data[:4] == struct.pack(">I", _JKS_MAGIC):
         msg = f"key store {path!r} is a JKS store, not PKCS12: set its type to JKS"
         raise KeyStoreError(msg)
@@ -136,6 +141,8 @@ class _Cursor:
         return self.take(length).decode("utf-8", "replace")
 
     def cert(self) -> x509.Certificate:
+        from cryptography import x509
+
         kind = self.utf()
         der = self.take(self.u32())
         if kind != "X.509":
@@ -216,6 +223,8 @@ def _oid(raw: bytes) -> str:
 
 def _unprotect(path: str, protected: bytes, secret: bytes) -> str:
     """A JKS private key: EncryptedPrivateKeyInfo under Sun's KeyProtector -> PKCS#8 PEM."""
+    from cryptography.hazmat.primitives import serialization
+
     _, info, _ = _der(path, protected, 0)
     _, algorithm, after = _der(path, info, 0)
     _, oid, _ = _der(path, algorithm, 0)

@@ -30,10 +30,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeVar
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from . import PulsarApi_pb2 as pb
 from .crypto_errors import (
@@ -60,7 +57,12 @@ from .encryption_fields import (
     still_encrypted,
     text,
 )
-from .key_wrap import PrivateKey, UnwrapFailed, check_private_key, unwrap_data_key
+from .key_wrap import UnwrapFailed, check_private_key, unwrap_data_key
+
+if TYPE_CHECKING:  # cryptography is loaded where a message is decrypted
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from .key_wrap import PrivateKey
 
 __all__ = [
     "CRYPTO_FAILURE_ACTIONS",
@@ -171,6 +173,8 @@ class Decryptor:
         if info is None:
             msg = "the message carries no encryption keys"
             raise EncryptionMetadataError(msg, topic=self.topic, message_id=message_id)
+        from cryptography.exceptions import InvalidTag
+
         aes = self._data_key(info, message_id)
         try:
             return aes.decrypt(info.param, bytes(payload), None)
@@ -232,6 +236,8 @@ class Decryptor:
                 continue
             reason = self._failed.get(wrapped.value)
             if reason is None:
+                from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
                 try:
                     aes = AESGCM(unwrap_data_key(key, wrapped.value))
                 except (UnwrapFailed, ValueError) as exc:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from . import PulsarApi_pb2 as pb
 from .crypto_errors import CryptoKeyError
-from .key_wrap import PublicKey, check_public_key, wrap_data_key
+from .key_wrap import check_public_key, wrap_data_key
+
+if TYPE_CHECKING:
+    from .key_wrap import PublicKey
 
 __all__ = ["DATA_KEY_RENEWAL_SECONDS", "IV_SIZE", "TAG_SIZE", "Encryptor"]
 
@@ -108,6 +110,8 @@ class Encryptor:
         return self._aes.encrypt(iv, bytes(payload), None)
 
     def _renew(self) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # loaded to encrypt
+
         data_key = AESGCM.generate_key(bit_length=256)
         wrapped: list[pb.EncryptionKeys] = []
         for name, key in self._keys.items():

@@ -23,11 +23,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
+from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidKey
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+# ``cryptography`` (~45 ms to import) is loaded by the functions that use it: a read or a
+# write without encryption never does.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
+    PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
 
 __all__ = [
     "PrivateKey",
@@ -39,10 +43,6 @@ __all__ = [
     "wrap_data_key",
 ]
 
-PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
-PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
-
-_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
 _MAC_KEY_SIZE = 16  # IESParameterSpec macKeySize=128 bits
 _TAG_SIZE = 20  # HMAC-SHA1, not truncated
 _LENGTH_TAG = bytes(8)  # the length of the (absent) encoding vector, as a 64-bit zero
@@ -52,8 +52,20 @@ class UnwrapFailed(Exception):
     """A wrapped data key that the private key given does not open (the text says why)."""
 
 
+def _oaep() -> Any:
+    """The OAEP padding of Pulsar's RSA key wrapping (SHA-1, MGF1 with SHA-1)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    return padding.OAEP(
+        mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None
+    )
+
+
 def check_private_key(key: object) -> PrivateKey:
     """``key`` if it is an RSA or EC private key; else :class:`TypeError`."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     if isinstance(key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey):
         return key
     msg = f"a {type(key).__name__} is not an RSA or EC private key"
@@ -62,6 +74,8 @@ def check_private_key(key: object) -> PrivateKey:
 
 def check_public_key(key: object) -> PublicKey:
     """``key`` if it is an RSA or EC public key; else :class:`TypeError`."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     if isinstance(key, rsa.RSAPublicKey | ec.EllipticCurvePublicKey):
         return key
     msg = f"a {type(key).__name__} is not an RSA or EC public key"
@@ -70,8 +84,11 @@ def check_public_key(key: object) -> PublicKey:
 
 def wrap_data_key(public_key: PublicKey, data_key: bytes) -> bytes:
     """``data_key`` encrypted for ``public_key``, as ``EncryptionKeys.value``."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     if isinstance(public_key, rsa.RSAPublicKey):
-        return public_key.encrypt(data_key, _OAEP)
+        return public_key.encrypt(data_key, _oaep())
     ephemeral = ec.generate_private_key(public_key.curve)
     point = ephemeral.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
     shared = ephemeral.exchange(ec.ECDH(), public_key)
@@ -86,12 +103,15 @@ def unwrap_data_key(private_key: PrivateKey, wrapped: bytes) -> bytes:
     Raises:
         UnwrapFailed: the value was not made for this key, or is corrupted.
     """
+    from cryptography.exceptions import InvalidKey
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     if isinstance(private_key, rsa.RSAPrivateKey):
         if len(wrapped) != (private_key.key_size + 7) // 8:
             msg = f"{len(wrapped)} bytes, not an RSA-{private_key.key_size} OAEP block"
             raise UnwrapFailed(msg)
         try:
-            return private_key.decrypt(wrapped, _OAEP)
+            return private_key.decrypt(wrapped, _oaep())
         except ValueError as exc:
             msg = "RSA-OAEP decryption failed (made for another key, or corrupted)"
             raise UnwrapFailed(msg) from exc
