@@ -9,8 +9,9 @@ message merges all of them (their byte ranges walked as one message);
 repeated scalars take packed and unpacked occurrences alike, in wire order; a
 map keeps the last entry of each key (an entry with a field its type does not know
 is not in the map, as upb reads it); of a oneof's fields, only the one that
-came last is set (a oneof message member that comes twice with another member
-between merges both, where protobuf would keep the last only).
+came last is set, from its occurrences after the last of another member (setting a
+member clears the oneof: a message member that comes twice with another member
+between keeps the later one only, as protobuf does).
 """
 
 from __future__ import annotations
@@ -114,7 +115,9 @@ def _join(path: str, name: str) -> str:
 def _oneofs(
     message: ProtoMessage, subsets: list[Int64s], found: Found, count: int
 ) -> dict[int, Mask]:
-    """For each oneof member (by index): whether it is the member set last in its item."""
+    """For each oneof member (by index): whether it is the member set last in its item.
+    Each member's occurrences in ``subsets`` are cut to those after the last occurrence of
+    another member in the same item (which cleared it)."""
     groups: dict[str, list[int]] = {}
     for i, field in enumerate(message.fields):
         if field.oneof:
@@ -128,6 +131,10 @@ def _oneofs(
         winner = last.max(axis=0)
         for row, i in enumerate(members):
             valid[i] = (last[row] >= 0) & (last[row] == winner)
+            if len(members) > 1:
+                others = np.delete(last, row, axis=0).max(axis=0)
+                sel = subsets[i]
+                subsets[i] = sel[sel > others[found.item[sel]]]
     return valid
 
 

@@ -54,6 +54,22 @@ def test_random_messages_decode_as_protobuf_parses_them(
     _check(cls, info, messages, payloads)
 
 
+def test_a_oneof_message_member_set_again_after_another_member_starts_afresh() -> None:
+    """Setting a oneof member clears the oneof: ``f7 {seconds: 1}``, then ``f8``, then an
+    empty ``f7`` leave ``f7`` empty, not merged with the first (found by the property
+    above)."""
+    spec = [("timestamp", 7, False, "o1"), ("int32", 8, False, "o1"), ("int32", 2, False, "")]
+    cls, info = build(spec, "proto3", None)
+    first, between, last = cls(), cls(), cls()
+    first.f7.seconds = 1
+    between.f8 = 0
+    last.f7.SetInParent()
+    messages = [first, between, last]
+    payloads = [m.SerializeToString() for m in messages]
+    payloads.append(b"".join(payloads))
+    _check(cls, info, messages, payloads)
+
+
 @_SLOW
 @given(spec=specs(), data=st.data())
 def test_another_descriptor_reads_by_field_number(
