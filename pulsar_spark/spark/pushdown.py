@@ -50,7 +50,8 @@ from ..protocol.message_id import MessageId
 from ..protocol.position import Position
 from ..protocol.topics import base_topic
 from .ranges import END_PROBES_IN_FLIGHT, PartitionRange
-from .streamnative_rows import STREAMNATIVE
+from .stream_offsets import order_key
+from .streamnative_rows import PULSAR_SPARK, STREAMNATIVE
 
 __all__ = ["Narrowing", "narrow_times", "narrowing", "plans_per_query", "pushdown_asked"]
 
@@ -60,7 +61,7 @@ _EMPTY = Position.earliest()  # as the end of a range: nothing to read
 
 #: (topic column, partition column or None, publish time column) of each row layout.
 _COLUMNS = {
-    "pulsar-spark": ("topic", "partition", "publishTime"),
+    PULSAR_SPARK: ("topic", "partition", "publishTime"),
     STREAMNATIVE: ("__topic", None, "__publishTime"),
 }
 
@@ -171,7 +172,7 @@ def _time_bounds(flt: Any) -> tuple[int | None, int | None] | None:
 def narrowing(filters: Sequence[Any], layout: str) -> tuple[Narrowing, list[Any]]:
     """The :class:`Narrowing` ``filters`` (Spark's pushed conjuncts) make for a read laid
     out as ``layout``, and the filters Spark must still check (the very objects given)."""
-    topic_column, partition_column, time_column = _COLUMNS.get(layout, _COLUMNS["pulsar-spark"])
+    topic_column, partition_column, time_column = _COLUMNS.get(layout, _COLUMNS[PULSAR_SPARK])
     topics: frozenset[str] | None = None
     partitions: frozenset[int] | None = None
     from_ms: int | None = None
@@ -241,19 +242,6 @@ def pushdown_asked(setting: str = "auto") -> bool:
 # -- applying the time bounds -------------------------------------------------------------
 
 
-def _cut(position: Position) -> tuple[int, int, int]:
-    """Where ``position`` cuts a partition: (ledger, entry, batch index) of the first
-    message at or after the cut, as the read sees it (``from:`` includes the message it
-    names, ``after:`` starts after it, a whole entry with batch index -1)."""
-    mid = position.message_id
-    assert mid is not None
-    if position.kind == "from":
-        return mid.ledger, mid.entry, max(mid.batch_index, 0)
-    if mid.batch_index < 0:
-        return mid.ledger, mid.entry + 1, 0
-    return mid.ledger, mid.entry, mid.batch_index + 1
-
-
 def _entry(mid: MessageId) -> Position:
     """From entry ``mid`` on (a batch's messages share their entry's publish time)."""
     return Position.at(MessageId(mid.ledger, mid.entry, mid.partition, -1))
@@ -268,7 +256,7 @@ def _narrowed(client: PulsarClient, part: PartitionRange, narrow: Narrowing) -> 
     start, end = part.start, part.end
     if narrow.until_ms is not None and end.is_id:
         found = client.message_id_at_time(part.topic, narrow.until_ms)
-        if found is not None and _cut(_entry(found)) < _cut(end):
+        if found is not None and order_key(_entry(found)) < order_key(end):
             end = _entry(found)
     if narrow.from_ms is not None:
         if start.kind == "time":
@@ -278,9 +266,9 @@ def _narrowed(client: PulsarClient, part: PartitionRange, narrow: Narrowing) -> 
             found = client.message_id_at_time(part.topic, narrow.from_ms)
             if found is None:  # every message is older
                 return replace(part, end=_EMPTY, end_inclusive=None)
-            if start.kind == "earliest" or _cut(_entry(found)) > _cut(start):
+            if start.kind == "earliest" or order_key(_entry(found)) > order_key(start):
                 start = _entry(found)
-    if start.is_id and end.is_id and _cut(start) >= _cut(end):
+    if start.is_id and end.is_id and order_key(start) >= order_key(end):
         return replace(part, end=_EMPTY, end_inclusive=None)
     return replace(part, start=start, end=end, end_inclusive=None)
 
