@@ -1,5 +1,5 @@
 """Avro decode throughput: one Avro datum per message into Arrow, ours (columnar,
-``pulsar_spark.columnar.avro_decode``) next to the official Python client's path, same run.
+``pulsar_spark.columnar.values.avro.decode``) next to the official Python client's path, same run.
 
 The record: ``id`` long, ``user`` and ``event`` strings, ``amount`` and ``score``
 doubles, ``count`` long, ``note`` a nullable string (null on every third row), ``ts``
@@ -42,7 +42,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulsar_spark.columnar.avro_decode import avro_plan
+from pulsar_spark.columnar.values.avro.decode import avro_plan
 
 SCHEMA = {
     "type": "record",

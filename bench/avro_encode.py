@@ -1,5 +1,5 @@
 """Avro encode throughput: an 8-field record table into one Avro datum per row, ours
-(columnar, ``pulsar_spark.columnar.encode_avro``) next to ``fastavro.schemaless_writer``
+(columnar, ``pulsar_spark.columnar.values.avro.encode``) next to ``fastavro.schemaless_writer``
 called per row (what the official Python client's ``AvroSchema.encode`` does), same run.
 
 The record (:func:`record_table`): ``id`` long, ``user`` and ``event`` strings, ``amount``
@@ -32,7 +32,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulsar_spark.columnar.encode_avro import avro_encoder, value_type
+from pulsar_spark.columnar.values.avro.encode import avro_encoder, value_type
 
 
 def record_table(rows: int, *, seed: int = 7) -> pa.Table:

@@ -62,11 +62,7 @@ from google.protobuf import __version__ as protobuf_version
 from google.protobuf.internal import api_implementation
 
 from pulsar_spark.columnar import ArrowBatchBuilder
-from pulsar_spark.protocol import (
-    FrameDecoder,
-    open_entry,
-    select,
-)
+from pulsar_spark.protocol import FrameDecoder, open_entry, select
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import entry as entry_module
 

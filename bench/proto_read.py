@@ -39,8 +39,8 @@ from _broker import broker_url
 from support.proto import ORDER_PROTO, compile_module
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.columnar.proto_decode import proto_plan
-from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
+from pulsar_spark.columnar.values.proto.decode import proto_plan
+from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
 
 
 def make_orders(module: Any, count: int) -> list[bytes]:

@@ -1,5 +1,5 @@
 """PROTOBUF_NATIVE encode throughput: Arrow rows into protobuf payloads, ours (columnar,
-``pulsar_spark.columnar.encode_proto``) next to google.protobuf per row, same run.
+``pulsar_spark.columnar.values.proto.encode``) next to google.protobuf per row, same run.
 
     python bench/proto_write.py [--records 200000] [--sample 50000] [--runs 3]
 
@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proto_read import make_orders, schema_info
 from support.proto import ORDER_PROTO, compile_module
 
-from pulsar_spark.columnar.encode_proto import ProtoEncoder
-from pulsar_spark.columnar.proto_decode import proto_plan
+from pulsar_spark.columnar.values.proto.decode import proto_plan
+from pulsar_spark.columnar.values.proto.encode import ProtoEncoder
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 

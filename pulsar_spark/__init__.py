@@ -13,12 +13,12 @@ __version__ = "0.1.0.dev0"
 __all__ = ["PulsarDataSource", "__version__"]
 
 if TYPE_CHECKING:
-    from .spark.datasource import PulsarDataSource
+    from pulsar_spark.spark.datasource import PulsarDataSource
 
 
 def __getattr__(name: str) -> Any:
     if name == "PulsarDataSource":
-        from .spark.datasource import PulsarDataSource
+        from pulsar_spark.spark.datasource import PulsarDataSource
 
         return PulsarDataSource
     msg = f"module {__name__!r} has no attribute {name!r}"

@@ -32,7 +32,7 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from .protocol import (
+from pulsar_spark.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     ChunkAssembler,
     CorruptMessage,
@@ -46,8 +46,8 @@ from .protocol import (
     pb,
     subcommand,
 )
-from .protocol.encryption import Decryptor, is_encrypted
-from .protocol.message_id import to_signed64
+from pulsar_spark.protocol.crypto.decrypt import Decryptor, is_encrypted
+from pulsar_spark.protocol.ids.message_id import to_signed64
 
 __all__ = ["dump_stream", "main"]
 

@@ -39,7 +39,7 @@ def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
     allowed = set(LAYERS[: LAYERS.index(layer) + 1])
     wrong = {
         str(path.relative_to(PACKAGE)): sorted(_imported_layers(path) - allowed)
-        for path in sorted((PACKAGE / layer).glob("*.py"))
+        for path in sorted((PACKAGE / layer).rglob("*.py"))
         if _imported_layers(path) - allowed
     }
     assert wrong == {}

@@ -15,7 +15,6 @@ from .auth import (
 )
 from .client import PulsarClient, parse_position
 from .config import ClientConfig, TlsOptions
-from .connection import Connection
 from .errors import (
     ClientError,
     ConnectError,
@@ -25,12 +24,13 @@ from .errors import (
     InvalidTopicName,
     OperationTimeout,
 )
-from .lookup import BrokerAddress, ConnectionPool, LookupService
 from .names import ServiceUrl, TopicName, parse_service_url, parse_topic
-from .reader import PartitionReader
+from .net.connection import Connection
+from .net.lookup import BrokerAddress, ConnectionPool, LookupService
+from .net.transport import CertificateRefused, TlsMismatch
+from .read.reader import PartitionReader
+from .read.sinks import MessageRef
 from .retry import Action, Backoff, classify
-from .sinks import MessageRef
-from .transport import CertificateRefused, TlsMismatch
 
 __all__ = [
     "Authentication",

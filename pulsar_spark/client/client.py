@@ -12,31 +12,32 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..protocol.errors import PulsarError
-from ..protocol.message_id import MessageId
-from ..protocol.position import Position
-from ..protocol.schema_info import SchemaInfo
-from ..protocol.topics import base_topic
+from pulsar_spark.protocol.errors import PulsarError
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.ids.position import Position
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.topics import base_topic
+
 from .auth import Authentication, NoAuthentication
-from .bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
-from .chunk_bounds import ChunkLossReport
-from .chunk_limits import ChunkLimits
 from .config import DEFAULT_READ_BUFFER_BYTES, ClientConfig, TlsOptions
 from .crypto_keys import CryptoStats, counting_discards
 from .errors import ClientError
-from .last_ids import LastIds
-from .lookup import ConnectionPool, LookupService
 from .names import TopicName, parse_service_url, parse_topic
-from .reader import PartitionReader, make_decryptor, message_id_at_time
-from .reader_session import first_entry, last_message_id
+from .net.lookup import ConnectionPool, LookupService
+from .read.bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
+from .read.chunk_bounds import ChunkLossReport
+from .read.chunk_limits import ChunkLimits
+from .read.last_ids import LastIds
+from .read.reader import PartitionReader, make_decryptor, message_id_at_time
+from .read.session import first_entry, last_message_id
+from .read.sinks import MessageRef
+from .read.subscription import acknowledge_cumulative, unsubscribe
 from .retry import Action, Backoff, classify
 from .schemas import SchemaRegistry, VersionedSchema
-from .sinks import MessageRef
-from .subscription import acknowledge_cumulative, unsubscribe
 
 if TYPE_CHECKING:  # loaded by create_producer: a read does not import the write path
-    from .producer import Producer
-    from .routing import PartitionedProducer
+    from .write.producer import Producer
+    from .write.routing import PartitionedProducer
 
 __all__ = ["MessageRef", "PulsarClient", "parse_position", "publish_time_ms"]
 
@@ -177,8 +178,8 @@ class PulsarClient:
         return None if found is None else found[0]
 
     def last_ids(self, subscription: str | None = None) -> LastIds:
-        """A :class:`~.last_ids.LastIds` on this client's connections: the last ids of
-        many partitions at once, with consumers kept between calls; on the durable
+        """A :class:`~pulsar_spark.client.read.last_ids.LastIds` on this client's connections: the
+        last ids of many partitions at once, with consumers kept between calls; on the durable
         ``subscription`` when given (created where missing, moved by its
         ``acknowledge``). Close it before the client."""
         return LastIds(
@@ -286,8 +287,8 @@ class PulsarClient:
         version it got, and its messages carry it; values are sent as given; an
         incompatible one raises ``IncompatibleSchemaError`` naming topic and schema type).
         """
-        from .producer import Producer
-        from .routing import PartitionedProducer
+        from .write.producer import Producer
+        from .write.routing import PartitionedProducer
 
         name = parse_topic(topic)
         count = 0 if name.partition >= 0 else self._partitions_retried(name)
@@ -351,8 +352,8 @@ class PulsarClient:
         ``missing_start(start, first)`` is called when ``start`` is a message id
         whose entry is gone (the broker began at ``first``, a later entry); it
         may raise to end the read; ``chunk_loss(lost)``, for a chunked message begun in
-        the range that never completes (:mod:`.chunk_bounds`), likewise, or the read
-        fails with ``ChunkError`` naming it. ``schema`` goes in each SUBSCRIBE for the
+        the range that never completes (:mod:`pulsar_spark.client.read.chunk_bounds`), likewise, or
+        the read fails with ``ChunkError`` naming it. ``schema`` goes in each SUBSCRIBE for the
         broker to check against the topic's (values stay bytes). ``private_key`` (a PEM
         URL, or name -> URL as JSON or a mapping) decrypts encrypted messages; any that do
         not fail the read unless ``crypto_failure_action`` is ``discard`` or ``consume``;
@@ -405,7 +406,7 @@ class PulsarClient:
         Raises:
             ClientError: a partitioned topic, or a malformed bound.
         """
-        from .sized_scan import scan_reader
+        from .read.sized_scan import scan_reader
 
         return scan_reader(self, topic, start, end, limit, receiver_queue_size).ids(limit)
 

@@ -4,7 +4,7 @@
 timeouts, keep-alive and listener name. :class:`~.client.PulsarClient` builds
 it from its keyword arguments (parsing the service URL once; the timeouts are
 checked here) and passes it to the connection pool, the lookup service and each
-:class:`~.connection.Connection`.
+:class:`~pulsar_spark.client.net.connection.Connection`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import ssl
 from dataclasses import dataclass, field
 
 from .auth import Authentication, NoAuthentication
-from .chunk_limits import ChunkLimits
 from .errors import ClientError
 from .names import ServiceUrl, parse_service_url
-from .sub_names import check_prefix
+from .read.chunk_limits import ChunkLimits
+from .read.sub_names import check_prefix
 
 __all__ = ["DEFAULT_READ_BUFFER_BYTES", "ClientConfig", "TlsOptions"]
 
@@ -68,14 +68,16 @@ class ClientConfig:
         listener_name: advertised listener to look topics up for.
         read_buffer_bytes: bytes a partition read holds at most (in flight, queued,
             chunked messages being put together, rows being built): see
-            :class:`~.reader.PartitionReader`.
+            :class:`~pulsar_spark.client.read.reader.PartitionReader`.
         subscription_prefix: the start of every subscription name the client makes
             for itself (``<prefix>-reader-<hex>``; ``reader-<hex>`` when None), for
-            namespaces with prefix subscription authorization (:mod:`.sub_names`).
+            namespaces with prefix subscription authorization
+            (:mod:`pulsar_spark.client.read.sub_names`).
         read_compacted: readers subscribe with ``read_compacted``: up to the
             compaction horizon they get the latest message per key only.
         chunk_limits: how many incomplete chunked messages a read keeps, for how
-            long, and whether it drops them beyond that (:mod:`.chunk_limits`).
+            long, and whether it drops them beyond that
+            (:mod:`pulsar_spark.client.read.chunk_limits`).
     """
 
     service_url: ServiceUrl
@@ -95,7 +97,8 @@ class ClientConfig:
 
         Raises:
             ClientError: a timeout or interval that is not a positive number, or
-                a subscription prefix :func:`~.sub_names.check_prefix` refuses.
+                a subscription prefix :func:`~pulsar_spark.client.read.sub_names.check_prefix`
+                refuses.
         """
         for name in ("connect_timeout", "operation_timeout", "keepalive_interval"):
             value = getattr(self, name)

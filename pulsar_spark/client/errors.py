@@ -20,7 +20,7 @@ Broker errors keep the per-code classes of :mod:`pulsar_spark.protocol.errors`
 
 from __future__ import annotations
 
-from ..protocol.errors import ProtocolError, PulsarError, ServerError, server_error
+from pulsar_spark.protocol.errors import ProtocolError, PulsarError, ServerError, server_error
 
 __all__ = [
     "ClientError",

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..protocol.topics import base_topic, partition_name
+from pulsar_spark.protocol.topics import base_topic, partition_name
+
 from .errors import InvalidServiceUrl, InvalidTopicName
 
 __all__ = ["ServiceUrl", "TopicName", "parse_service_url", "parse_topic"]

@@ -24,8 +24,8 @@ from __future__ import annotations
 import enum
 import random
 
-from ..protocol import PulsarApi_pb2 as pb
-from ..protocol.errors import PulsarError, ServerError
+from pulsar_spark.protocol import PulsarApi_pb2 as pb
+from pulsar_spark.protocol.errors import PulsarError, ServerError
 
 __all__ = ["Action", "Backoff", "classify", "may_retry"]
 

@@ -12,7 +12,7 @@ partitioned topic shares one schema history. What the broker answers::
                                        compatibility check refuses it
 
 pulsar-lite has no registry and never answers GET_SCHEMA (a client would wait
-for its operation timeout): on such a broker (see :mod:`.capabilities`)
+for its operation timeout): on such a broker (see :mod:`pulsar_spark.client.net.capabilities`)
 :meth:`SchemaRegistry.get` answers None at once, and
 :meth:`SchemaRegistry.get_or_create` None (no version is kept).
 """
@@ -22,14 +22,15 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from ..protocol import PulsarApi_pb2 as pb
-from ..protocol import commands
-from ..protocol.errors import ServerError, server_error
-from ..protocol.schema_info import SchemaInfo, version_from_bytes, version_to_bytes
-from .connection import Kind
+from pulsar_spark.protocol import PulsarApi_pb2 as pb
+from pulsar_spark.protocol import commands
+from pulsar_spark.protocol.errors import ServerError, server_error
+from pulsar_spark.protocol.schemas.info import SchemaInfo, version_from_bytes, version_to_bytes
+
 from .errors import ClientError
-from .lookup import LookupService
 from .names import TopicName
+from .net.connection import Kind
+from .net.lookup import LookupService
 
 __all__ = ["SchemaRegistry", "VersionedSchema", "schema_context", "with_schema_context"]
 

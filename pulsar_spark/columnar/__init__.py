@@ -10,47 +10,47 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from pulsar_spark.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .avro_decode import AvroPlan, avro_plan
-    from .builder import ArrowBatchBuilder
     from .gather import gather_binary, gather_string, map_array
-    from .json_decode import JsonPlan, decode_json
-    from .primitive_decode import decode_primitive, decode_primitive_collect
-    from .schema import ROW_SCHEMA
-    from .schema_arrow import arrow_type, avro_schema_for, primitive_schema_type
-    from .schema_errors import (
+    from .rows.builder import ArrowBatchBuilder
+    from .rows.schema import ROW_SCHEMA
+    from .rows.smm.columns import SmmColumns, decode_smm_columns
+    from .values.arrow_types import arrow_type, avro_schema_for, primitive_schema_type
+    from .values.avro.decode import AvroPlan, avro_plan
+    from .values.errors import (
         SchemaDecodeError,
         SchemaError,
         SchemaResolutionError,
         UnmappableSchema,
     )
-    from .smm_columns import SmmColumns, decode_smm_columns
+    from .values.json.decode import JsonPlan, decode_json
+    from .values.primitive.decode import decode_primitive, decode_primitive_collect
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "AvroPlan": "avro_decode",
-        "avro_plan": "avro_decode",
-        "ArrowBatchBuilder": "builder",
+        "AvroPlan": "values.avro.decode",
+        "avro_plan": "values.avro.decode",
+        "ArrowBatchBuilder": "rows.builder",
         "gather_binary": "gather",
         "gather_string": "gather",
         "map_array": "gather",
-        "JsonPlan": "json_decode",
-        "decode_json": "json_decode",
-        "decode_primitive": "primitive_decode",
-        "decode_primitive_collect": "primitive_decode",
-        "ROW_SCHEMA": "schema",
-        "arrow_type": "schema_arrow",
-        "avro_schema_for": "schema_arrow",
-        "primitive_schema_type": "schema_arrow",
-        "SchemaDecodeError": "schema_errors",
-        "SchemaError": "schema_errors",
-        "SchemaResolutionError": "schema_errors",
-        "UnmappableSchema": "schema_errors",
-        "SmmColumns": "smm_columns",
-        "decode_smm_columns": "smm_columns",
+        "JsonPlan": "values.json.decode",
+        "decode_json": "values.json.decode",
+        "decode_primitive": "values.primitive.decode",
+        "decode_primitive_collect": "values.primitive.decode",
+        "ROW_SCHEMA": "rows.schema",
+        "arrow_type": "values.arrow_types",
+        "avro_schema_for": "values.arrow_types",
+        "primitive_schema_type": "values.arrow_types",
+        "SchemaDecodeError": "values.errors",
+        "SchemaError": "values.errors",
+        "SchemaResolutionError": "values.errors",
+        "UnmappableSchema": "values.errors",
+        "SmmColumns": "rows.smm.columns",
+        "decode_smm_columns": "rows.smm.columns",
     },
 )
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..protocol.errors import BatchDecodeError
+from pulsar_spark.protocol.errors import BatchDecodeError
+
 from .arrays import BufferLike, Bytes, Int64s, Ints, Mask
-from .smm_schema import SmmColumns
+from .rows.smm.schema import SmmColumns
 
 __all__ = ["as_u8", "gather_binary", "gather_string", "map_array"]
 

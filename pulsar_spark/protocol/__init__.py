@@ -45,8 +45,8 @@ from .framing import (
     frame_limit_for,
     subcommand,
 )
-from .message_id import EARLIEST, LATEST, MessageId
-from .position import InvalidPosition, Position
+from .ids.message_id import EARLIEST, LATEST, MessageId
+from .ids.position import InvalidPosition, Position
 from .topics import base_topic, partition_name
 
 # fmt: off

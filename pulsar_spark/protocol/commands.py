@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import TypeGuard
 
 from . import PulsarApi_pb2 as pb
-from .message_id import MessageId
-from .schema_info import SchemaInfo
+from .ids.message_id import MessageId
+from .schemas.info import SchemaInfo
 
 __all__ = [
     "ANSWERS",
@@ -294,7 +294,7 @@ def _carries(schema: SchemaInfo | None) -> TypeGuard[SchemaInfo]:
 
 def get_schema(request_id: int, topic: str, version: bytes | None = None) -> pb.BaseCommand:
     """GET_SCHEMA of ``topic``: the latest schema, or the one of ``version`` (the
-    8-byte version, see :func:`~.schema_info.version_to_bytes`)."""
+    8-byte version, see :func:`~pulsar_spark.protocol.schemas.info.version_to_bytes`)."""
     request = pb.CommandGetSchema(request_id=request_id, topic=topic)
     if version is not None:
         request.schema_version = version

@@ -14,11 +14,11 @@ Every skipped item is counted, so the reader can give its flow permit back.
 
 An encrypted entry (its metadata carries ``encryption_keys``) is never
 decompressed or split unless it was decrypted first: :func:`open_entry`
-decrypts it with the :class:`~.encryption.Decryptor` it is given, which
+decrypts it with the :class:`~pulsar_spark.protocol.crypto.decrypt.Decryptor` it is given, which
 applies the crypto failure action when it cannot (fail, discard: an entry of
 no messages with :attr:`Entry.discarded` set, consume: one message holding the
 ciphertext, with :attr:`Entry.encrypted_with` naming its keys); with no
-decryptor it raises :class:`~.crypto_errors.MissingPrivateKey`.
+decryptor it raises :class:`~pulsar_spark.protocol.crypto.errors.MissingPrivateKey`.
 :func:`messages` builds Python objects for tools and tests; the Arrow path
 (:mod:`pulsar_spark.columnar`) reads the same :class:`Entry` columns without them.
 """
@@ -35,10 +35,10 @@ from .codecs import decompress
 from .entry_messages import Message, decode_key, messages, text
 from .errors import BatchDecodeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME_SIZE
-from .message_id import MessageId
+from .ids.message_id import MessageId
 
 if TYPE_CHECKING:
-    from .encryption import Decryptor
+    from .crypto.decrypt import Decryptor
 
 __all__ = ["Entry", "Message", "open_entry", "select", "messages", "decode_key", "text"]
 
@@ -157,7 +157,7 @@ def open_entry(
     items = None
     if len(metadata.encryption_keys) and (batched or len(payload) or not metadata.null_value):
         if decrypt is None:
-            from .encryption import missing_key_error
+            from .crypto.decrypt import missing_key_error
 
             raise missing_key_error(metadata, message_id=where)
         opened = decrypt.open(metadata, payload, message_id=where)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import CorruptMessage
-from .message_id import MessageId, to_signed64
+from .ids.message_id import MessageId, to_signed64
 
 if TYPE_CHECKING:
     from .entry import Entry

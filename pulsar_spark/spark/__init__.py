@@ -1,13 +1,14 @@
 """The Spark layer: the ``pulsar`` source and sink, batch and streaming (pyspark 4.0+).
 
-Without pyspark: :mod:`.option_table` (every option once), :mod:`.option_values`
-and :mod:`.option_auth` (their parsers), :mod:`.options` (``parse_options``,
-``PulsarOptions``), :mod:`.errors`, :mod:`.connect` (clients from options),
+Without pyspark: :mod:`pulsar_spark.spark.options.table` (every option once),
+:mod:`pulsar_spark.spark.options.values`
+and :mod:`pulsar_spark.spark.options.auth` (their parsers), :mod:`pulsar_spark.spark.options.parse`
+(``parse_options``, ``PulsarOptions``), :mod:`.errors`, :mod:`.connect` (clients from options),
 :mod:`.ranges` (partition ranges: planning, reading), :mod:`.splits`
-(``minPartitions``) and :mod:`.stream_offsets` (the checkpoint's positions).
+(``minPartitions``) and :mod:`pulsar_spark.spark.stream.offsets` (the checkpoint's positions).
 With pyspark: :mod:`.datasource` (``PulsarDataSource``), :mod:`.reader`,
-:mod:`.writer`, :mod:`.stream_reader`, :mod:`.stream_writer`; :mod:`.compat`
-checks the Spark version. ``PulsarDataSource`` and ``SPARK_SCHEMA`` load on
+:mod:`.writer`, :mod:`pulsar_spark.spark.stream.reader`, :mod:`pulsar_spark.spark.stream.writer`;
+:mod:`.compat` checks the Spark version. ``PulsarDataSource`` and ``SPARK_SCHEMA`` load on
 first use.
 """
 

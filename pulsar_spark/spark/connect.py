@@ -2,7 +2,7 @@
 
 In a Spark task, clients are the Python worker's, lent and given back
 (:mod:`.worker_clients`). Authentication objects hold locks and cached tokens, so
-options carry only an :class:`~pulsar_spark.spark.option_auth.AuthSpec`; each process
+options carry only an :class:`~pulsar_spark.spark.options.auth.AuthSpec`; each process
 builds its own provider here. Java key stores (``useKeyStoreTls``, the ``AuthenticationKeyStoreTls``
 plugin) are read here too, in each process: Python's ``ssl`` takes CA certificates
 and a client certificate from files, so the PEM text goes into a private directory
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client import (
+from pulsar_spark.client import (
     Authentication,
     BasicAuthentication,
     OAuth2ClientCredentials,
@@ -21,11 +21,12 @@ from ..client import (
     TlsAuthentication,
     TokenAuthentication,
 )
-from ..client.auth import NoAuthentication
-from ..client.errors import ClientError
-from ..client.keystores import KeyStoreError, TlsFiles, load_store
+from pulsar_spark.client.auth import NoAuthentication
+from pulsar_spark.client.errors import ClientError
+from pulsar_spark.client.net.keystores import KeyStoreError, TlsFiles, load_store
+
 from .errors import PulsarOptionError
-from .options import AuthSpec, PulsarOptions
+from .options.parse import AuthSpec, PulsarOptions
 from .worker_clients import in_task, lend
 
 __all__ = ["KeyStoreClient", "authentication", "open_client"]

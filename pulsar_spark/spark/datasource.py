@@ -15,7 +15,7 @@
        .mode("append").save())
 
 Options are parsed once, when Spark creates the source (``load()``/``save()``),
-see :mod:`pulsar_spark.spark.options`.
+see :mod:`pulsar_spark.spark.options.parse`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ require_spark("pulsar_spark.PulsarDataSource (the Python Data Source API)", MINI
 from pyspark.sql.datasource import DataSource  # noqa: E402
 from pyspark.sql.types import StructType  # noqa: E402
 
-from ..columnar import ROW_SCHEMA  # noqa: E402
+from pulsar_spark.columnar import ROW_SCHEMA  # noqa: E402
+
 from .errors import PulsarOptionError, PulsarSchemaError, PulsarWriteError  # noqa: E402
-from .option_crypto import warn_unredacted_keys  # noqa: E402
-from .options import PulsarOptions, Scope, parse_options  # noqa: E402
+from .options.crypto import warn_unredacted_keys  # noqa: E402
+from .options.parse import PulsarOptions, Scope, parse_options  # noqa: E402
 from .pushdown import pushdown_asked  # noqa: E402
 from .read_schema import ReadSchema  # noqa: E402
 from .reader import PulsarBatchReader, PulsarFilteringReader  # noqa: E402
@@ -41,8 +42,8 @@ from .streamnative_rows import STREAMNATIVE, SinkColumns, sink_columns  # noqa: 
 from .writer import PulsarArrowWriter, check_columns, plan_topic_writes  # noqa: E402
 
 if TYPE_CHECKING:  # loaded on first use: they need pyspark features a read does not
-    from .stream_reader import PulsarStreamReader
-    from .stream_writer import PulsarStreamWriter
+    from .stream.reader import PulsarStreamReader
+    from .stream.writer import PulsarStreamWriter
 
 __all__ = ["SPARK_SCHEMA", "PulsarDataSource"]
 
@@ -197,14 +198,14 @@ class PulsarDataSource(DataSource):
         return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()), plans, columns)
 
     def streamReader(self, schema: StructType) -> PulsarStreamReader:
-        from .stream_reader import PulsarStreamReader
+        from .stream.reader import PulsarStreamReader
 
         read = self._check_read(schema, Scope.STREAM_READ)
         # Streams start at the end by default, as Kafka's source does.
         return PulsarStreamReader(self.parsed.for_stream_read(), read, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> PulsarStreamWriter:
-        from .stream_writer import PulsarStreamWriter
+        from .stream.writer import PulsarStreamWriter
 
         if overwrite:
             # Spark asks for overwrite in complete mode: an aggregation's whole result, again

@@ -24,7 +24,7 @@ import re
 
 import pyarrow as pa
 
-from ..protocol.errors import InvalidArgument
+from pulsar_spark.protocol.errors import InvalidArgument
 
 __all__ = ["DdlError", "parse_ddl"]
 

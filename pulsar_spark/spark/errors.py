@@ -26,7 +26,7 @@ Nothing here imports pyspark.
 
 from __future__ import annotations
 
-from ..protocol.errors import PulsarError
+from pulsar_spark.protocol.errors import PulsarError
 
 __all__ = [
     "CheckpointOffsetError",

@@ -1,5 +1,5 @@
 """An adapter: KEY_VALUE INLINE payloads split into their key and value bytes, for the typed
-read (the columnar layer encodes the layout, :mod:`~pulsar_spark.columnar.encode_key_value`,
+read (the columnar layer encodes the layout, :mod:`~pulsar_spark.columnar.values.key_value`,
 but has no reader of it yet).
 
 An INLINE payload is ``int32 BE key length`` + key + ``int32 BE value length`` +
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..columnar.arrays import Int64s, Mask
-from ..columnar.gather import gather_binary
+from pulsar_spark.columnar.arrays import Int64s, Mask
+from pulsar_spark.columnar.gather import gather_binary
 
 __all__ = ["split_inline"]
 

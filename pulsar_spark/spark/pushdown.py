@@ -45,12 +45,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..client import PulsarClient
-from ..protocol.message_id import MessageId
-from ..protocol.position import Position
-from ..protocol.topics import base_topic
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.ids.position import Position
+from pulsar_spark.protocol.topics import base_topic
+
 from .ranges import END_PROBES_IN_FLIGHT, PartitionRange
-from .stream_offsets import order_key
+from .stream.offsets import order_key
 from .streamnative_rows import PULSAR_SPARK, STREAMNATIVE
 
 __all__ = ["Narrowing", "narrow_times", "narrowing", "plans_per_query", "pushdown_asked"]

@@ -1,7 +1,7 @@
 """Partition ranges: what one Spark task of a batch read reads, how it is planned and read.
 
 A :class:`PartitionRange` is one topic partition (or non-partitioned topic)
-between two :class:`~pulsar_spark.protocol.position.Position`\\ s: ``earliest``,
+between two :class:`~pulsar_spark.protocol.ids.position.Position`\\ s: ``earliest``,
 ``latest``, a message id (``from:L:E:P:B`` or ``after:L:E:P:B``, batch -1: the
 whole entry) or a publish time (``time:<epoch ms>``, the first message
 published at or after it). They pickle small. The start is the first position
@@ -42,15 +42,16 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from ..client import PulsarClient
-from ..client.chunk_bounds import IncompleteChunked
-from ..client.errors import ClientError, OperationTimeout
-from ..client.read_end import beyond
-from ..protocol.message_id import MessageId
-from ..protocol.position import InvalidPosition, Position
-from ..protocol.topics import PARTITION_SUFFIX, base_topic
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.client.errors import ClientError, OperationTimeout
+from pulsar_spark.client.read.chunk_bounds import IncompleteChunked
+from pulsar_spark.client.read.end import beyond
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.ids.position import InvalidPosition, Position
+from pulsar_spark.protocol.topics import PARTITION_SUFFIX, base_topic
+
 from .errors import DataLossError, PulsarOptionError
-from .options import OffsetSpec, PulsarOptions, pattern_parts
+from .options.parse import OffsetSpec, PulsarOptions, pattern_parts
 
 __all__ = [
     "DataLossError",

@@ -30,14 +30,15 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from ..client import PulsarClient
-from ..client.schemas import VersionedSchema
-from ..columnar import ROW_SCHEMA
-from ..columnar.schema_errors import SchemaError
-from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.client.schemas import VersionedSchema
+from pulsar_spark.columnar import ROW_SCHEMA
+from pulsar_spark.columnar.values.errors import SchemaError
+from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType, split_key_value
+
 from .errors import TopicSchemaError
-from .option_schema import DEAD_LETTER, RAW
-from .options import PulsarOptions
+from .options.parse import PulsarOptions
+from .options.schema import DEAD_LETTER, RAW
 from .streamnative_rows import PULSAR_SPARK, STREAMNATIVE, streamnative_schema
 
 __all__ = [
@@ -138,8 +139,8 @@ def value_type(info: SchemaInfo, *, topic: str = "") -> pa.DataType:
         UnmappableSchema: naming the field and ``topic``.
     """
     # Imported here: a raw read (its workers too) maps no schema.
-    from ..columnar.json_decode import nullable_type
-    from ..columnar.schema_arrow import arrow_type
+    from pulsar_spark.columnar.values.arrow_types import arrow_type
+    from pulsar_spark.columnar.values.json.decode import nullable_type
 
     mapped = arrow_type(info, topic=topic)
     return nullable_type(mapped) if info.type is SchemaType.JSON else mapped

@@ -23,11 +23,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..client import PulsarClient
-from ..columnar import ROW_SCHEMA
-from ..protocol.position import Position
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.columnar import ROW_SCHEMA
+from pulsar_spark.protocol.ids.position import Position
+
 from .connect import open_client
-from .options import PulsarOptions
+from .options.parse import PulsarOptions
 from .pushdown import Narrowing, narrow_times, narrowing
 from .ranges import PartitionRange, fix_ends, plan_ranges, read_range
 from .read_schema import ReadSchema, check_unplanned

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ..protocol.schema_info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
 
 __all__ = ["describe_change"]
 
@@ -86,8 +86,8 @@ def describe_change(writer: SchemaInfo, reader: SchemaInfo) -> str:
 
 def _proto_change(writer: SchemaInfo, reader: SchemaInfo) -> str:
     """The top-level fields of two protobuf messages compared by number."""
-    from ..columnar.proto_schema import ProtoField, parse_native
-    from ..columnar.schema_errors import SchemaError
+    from pulsar_spark.columnar.values.errors import SchemaError
+    from pulsar_spark.columnar.values.proto.schema import ProtoField, parse_native
 
     try:
         ours, theirs = parse_native(reader.data), parse_native(writer.data)

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..client import PulsarClient
-from ..protocol.message_id import MessageId
-from ..protocol.position import Position
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.ids.position import Position
+
 from .ranges import PartitionRange
 
 __all__ = ["split_ranges"]

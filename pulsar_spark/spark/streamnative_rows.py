@@ -14,7 +14,7 @@ Reads. StreamNative's ``pulsar-spark`` (``SchemaUtils.pulsarSourceSchema``,
     __topic                string: the topic the message was read from, a partition's
                            own name (``...-partition-2``) for a partitioned topic
     __messageId            binary: ``MessageId.toByteArray()``, the MessageIdData
-                           protobuf (:mod:`~pulsar_spark.columnar.message_id_column`)
+                           protobuf (:mod:`~pulsar_spark.columnar.rows.message_ids`)
     __publishTime          timestamp
     __eventTime            timestamp; null when the message has none (0)
     __messageProperties    map<string,string>; empty when there are none
@@ -55,10 +55,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..columnar.message_id_column import id_bytes_column, id_parts, parse_message_ids
-from ..columnar.rows import ALLOWED_COLUMNS
-from ..columnar.schema import ROW_SCHEMA, TIMESTAMP
-from ..protocol.topics import PARTITION_SUFFIX
+from pulsar_spark.columnar.rows.encode import ALLOWED_COLUMNS
+from pulsar_spark.columnar.rows.message_ids import id_bytes_column, id_parts, parse_message_ids
+from pulsar_spark.columnar.rows.schema import ROW_SCHEMA, TIMESTAMP
+from pulsar_spark.protocol.topics import PARTITION_SUFFIX
+
 from .errors import PulsarOptionError, PulsarWriteError, TopicSchemaError
 
 __all__ = [

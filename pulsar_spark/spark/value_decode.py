@@ -13,7 +13,7 @@ carry being a version that does not resolve. A message without a version is
 read as written with the reader schema.
 
 A value that does not decode fails the task with
-:class:`~pulsar_spark.columnar.schema_errors.SchemaDecodeError` naming the
+:class:`~pulsar_spark.columnar.values.errors.SchemaDecodeError` naming the
 topic, message id, schema version and field, unless the read is in
 dead-letter mode: then the row's typed columns are null and ``decodeError``
 holds the text. A version that does not resolve into the reader schema
@@ -36,8 +36,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..columnar.schema_errors import SchemaDecodeError, SchemaError, SchemaResolutionError
-from ..protocol.schema_info import KeyValueEncoding, SchemaInfo, SchemaType, split_key_value
+from pulsar_spark.columnar.values.errors import (
+    SchemaDecodeError,
+    SchemaError,
+    SchemaResolutionError,
+)
+from pulsar_spark.protocol.schemas.info import (
+    KeyValueEncoding,
+    SchemaInfo,
+    SchemaType,
+    split_key_value,
+)
+
 from .errors import SchemaChangedError
 from .key_value_split import split_inline
 from .read_schema import ReadSchema, value_type
@@ -253,7 +263,7 @@ class ValueDecoder:
         # Each format's decoder is imported by its branch: a worker loads what it reads.
         kind = reader.type
         if kind is SchemaType.AVRO:
-            from ..columnar.avro_decode import avro_plan
+            from pulsar_spark.columnar.values.avro.decode import avro_plan
 
             if writer.type is not SchemaType.AVRO:
                 msg = f"{writer.describe()} values cannot be read as AVRO"
@@ -263,8 +273,8 @@ class ValueDecoder:
                 return plan.decode_collect(values)
             return plan.decode(values), None
         if kind is SchemaType.JSON:
-            from ..columnar.avro_decode import avro_plan
-            from ..columnar.json_decode import decode_json
+            from pulsar_spark.columnar.values.avro.decode import avro_plan
+            from pulsar_spark.columnar.values.json.decode import decode_json
 
             if writer.type is SchemaType.JSON and writer is not reader:
                 avro_plan(writer.data, reader.data, topic=self.topic)  # resolves, or raises
@@ -275,7 +285,7 @@ class ValueDecoder:
                 raise _Mismatch(msg)
             return decode_json(self._type(reader), values, topic=self.topic, collect=collect)
         if kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
-            from ..columnar.proto_decode import proto_plan, proto_resolve
+            from pulsar_spark.columnar.values.proto.decode import proto_plan, proto_resolve
 
             if writer.type is not kind:
                 msg = f"{writer.describe()} values cannot be read as {kind.name}"
@@ -287,7 +297,10 @@ class ValueDecoder:
                 return proto.decode_collect(values)
             return proto.decode(values), None
         if kind.is_primitive:
-            from ..columnar.primitive_decode import decode_primitive, decode_primitive_collect
+            from pulsar_spark.columnar.values.primitive.decode import (
+                decode_primitive,
+                decode_primitive_collect,
+            )
 
             if writer.type is not kind and not writer.type.is_bytes:
                 msg = f"{writer.describe()} values cannot be read as {kind.name}"

@@ -41,9 +41,10 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..client import PulsarClient
-from ..client.schemas import SchemaRegistry
-from .options import PulsarOptions
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.client.schemas import SchemaRegistry
+
+from .options.parse import PulsarOptions
 
 __all__ = ["IDLE_SECONDS", "MAX_IDLE", "client_key", "idle_count", "in_task", "lend"]
 

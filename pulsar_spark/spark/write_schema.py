@@ -22,7 +22,7 @@ types, the options and the topic's latest schema (None on pulsar-lite)::
 
 A topic whose schema is PROTOBUF_NATIVE takes a struct ``value`` whose fields
 are the message's (as reads give them), encoded by
-:mod:`~pulsar_spark.columnar.encode_proto`.
+:mod:`~pulsar_spark.columnar.values.proto.encode`.
 
 The producer sends the schema with PRODUCER: the broker registers it or
 refuses it (``IncompatibleSchemaError`` naming the topic and type), before
@@ -37,22 +37,23 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..client.schemas import VersionedSchema
-from ..columnar.encode_errors import SchemaMismatch
-from ..columnar.encode_proto import native_writer_schema
-from ..columnar.encode_schema import (
+from pulsar_spark.client.schemas import VersionedSchema
+from pulsar_spark.columnar.rows.encode import separated_keys_field
+from pulsar_spark.columnar.values.encode import (
     KeyValueEncoder,
     PayloadEncoder,
     StructKind,
     key_value_writer_schema,
     writer_schema,
 )
-from ..columnar.rows import separated_keys_field
-from ..columnar.schema_errors import SchemaError
-from ..protocol.schema_info import SchemaInfo, SchemaType, split_key_value
+from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
+from pulsar_spark.columnar.values.errors import SchemaError
+from pulsar_spark.columnar.values.proto.encode import native_writer_schema
+from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType, split_key_value
+
 from .errors import PulsarWriteError
-from .option_schema import RAW
-from .options import PulsarOptions
+from .options.parse import PulsarOptions
+from .options.schema import RAW
 
 __all__ = ["RowEncoder", "WritePlan", "plan_write"]
 

@@ -35,11 +35,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..client import PulsarClient
+from pulsar_spark.client import PulsarClient
+
 from .connect import open_client
 from .errors import PulsarOptionError, PulsarWriteError
-from .option_schema import RAW
-from .options import PulsarOptions
+from .options.parse import PulsarOptions
+from .options.schema import RAW
 from .streamnative_rows import SinkColumns
 from .write_schema import RowEncoder, WritePlan, plan_write
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import pytest
 
 from pulsar_spark.client import PartitionReader, PulsarClient
-from pulsar_spark.client.connection import Connection, Kind
 from pulsar_spark.client.names import parse_topic
+from pulsar_spark.client.net.connection import Connection, Kind
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.entry import messages, open_entry

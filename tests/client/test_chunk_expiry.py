@@ -23,10 +23,10 @@ from types import SimpleNamespace
 import pytest
 
 from pulsar_spark.client import PartitionReader, PulsarClient
-from pulsar_spark.client.chunk_bounds import ChunkBounds, IncompleteChunked, skip_incomplete
-from pulsar_spark.client.chunk_limits import ChunkLimits
 from pulsar_spark.client.errors import InvalidArgument
 from pulsar_spark.client.names import parse_topic
+from pulsar_spark.client.read.chunk_bounds import ChunkBounds, IncompleteChunked, skip_incomplete
+from pulsar_spark.client.read.chunk_limits import ChunkLimits
 from pulsar_spark.protocol import MessageId, pb
 from pulsar_spark.protocol.errors import ChunkError
 from tests.support.raw_wire import chunk_metadata, first_chunk_only, send_prepared
@@ -199,7 +199,7 @@ def test_dropping_chosen_drops_a_message_never_completed_with_a_warning(caplog) 
 
 def test_skip_incomplete_warns_naming_the_message(caplog) -> None:
     lost = IncompleteChunked("persistent://public/default/t", "m", MessageId(1, 2, 0, -1), "why")
-    with caplog.at_level(logging.WARNING, logger="pulsar_spark.client.chunk_bounds"):
+    with caplog.at_level(logging.WARNING, logger="pulsar_spark.client.read.chunk_bounds"):
         skip_incomplete(lost)
     assert caplog.records[0].getMessage() == (
         "persistent://public/default/t: chunked message 'm' (first chunk 1:2:0:-1) is "
@@ -289,7 +289,7 @@ def test_a_read_that_drops_expired_messages_warns_and_ends_without_waiting(
     started = time.monotonic()
     limits = ChunkLimits(expiry=0.5, drop_incomplete=True)
     with (
-        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.reader"),
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.read.reader"),
         PulsarClient(url, chunk_limits=limits) as client,
     ):
         _read_slowly(client, topic_name, got)
@@ -351,7 +351,7 @@ def test_a_read_reports_the_message_never_completed_and_returns_the_others(
         ]
         assert lost[0].cause.startswith("no further chunk came for")
         # An id scan plans reads: it skips the message with a WARNING.
-        with caplog.at_level(logging.WARNING, logger="pulsar_spark.client.chunk_bounds"):
+        with caplog.at_level(logging.WARNING, logger="pulsar_spark.client.read.chunk_bounds"):
             ids = [ref.message_id for ref in client.scan_ids(topic_name)]
         assert len(ids) == 2
         assert f"chunked message 'orphan' (first chunk {orphan_at_the_end})" in caplog.text
@@ -359,7 +359,7 @@ def test_a_read_reports_the_message_never_completed_and_returns_the_others(
     dropping = ChunkLimits(drop_incomplete=True)
     caplog.clear()
     with (
-        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.reader"),
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.read.reader"),
         PulsarClient(broker.service_url, chunk_limits=dropping) as client,
     ):
         assert _values(client, topic_name) == [b"p0", b"p1"]

@@ -1,5 +1,5 @@
 """A partitioned producer's ``send_batch`` routed column by column
-(:mod:`pulsar_spark.client.partition_hash`): the vectorized partitions equal the scalar
+(:mod:`pulsar_spark.client.write.partition_hash`): the vectorized partitions equal the scalar
 routing (Hypothesis), and on both brokers every row lands once, on the partition the Java
 client's ``JavaStringHash`` picks (checked against the Java client too), keyless rows
 in runs of a batch per partition, sequence ids and order kept, bad rows refused whole."""
@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsar_spark.client import ClientError, PulsarClient
-from pulsar_spark.client.partition_hash import java_string_hashes, row_partitions
-from pulsar_spark.client.routing import PartitionedProducer, java_string_hash
-from pulsar_spark.columnar.rows import partition_key_text
+from pulsar_spark.client.write.partition_hash import java_string_hashes, row_partitions
+from pulsar_spark.client.write.routing import PartitionedProducer, java_string_hash
+from pulsar_spark.columnar.rows.encode import partition_key_text
 from tests.client.conftest import PARTITIONS
 from tests.support.java_client import java_produce
 

@@ -1,4 +1,4 @@
-"""send_batch's columnar path (:mod:`pulsar_spark.client.columnar_send`): where batches are
+"""send_batch's columnar path (:mod:`pulsar_spark.client.write.columnar_send`): where batches are
 cut, rows too large to share one, tables that continue an open batch, senders on two
 threads; what was written read back from the broker."""
 
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from pulsar_spark.client import ClientError, PulsarClient
-from pulsar_spark.columnar.send_items import item_block
+from pulsar_spark.columnar.rows.send_items import item_block
 from tests.support.official import read_all
 
 PROPS = pa.map_(pa.string(), pa.string())

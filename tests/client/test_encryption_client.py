@@ -12,13 +12,13 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.crypto_keys import CryptoStats
-from pulsar_spark.protocol.crypto_errors import (
+from pulsar_spark.protocol.crypto.decrypt import ENCRYPTED_PROPERTIES
+from pulsar_spark.protocol.crypto.errors import (
     CiphertextError,
     DataKeyError,
     DecryptionError,
     MissingPrivateKey,
 )
-from pulsar_spark.protocol.encryption import ENCRYPTED_PROPERTIES
 from tests.support.keys import KeyPair
 from tests.support.official import produce
 
@@ -230,7 +230,7 @@ def test_a_corrupted_ciphertext_fails_the_read_naming_its_id(
 ) -> None:
     """A payload altered after encryption (one bit of the ciphertext flipped before it
     is sent): AES-GCM's tag does not match, and the read fails naming the message."""
-    from pulsar_spark.protocol.encryptor import Encryptor
+    from pulsar_spark.protocol.crypto.encrypt import Encryptor
 
     url, pair = pulsar_lite.service_url, pairs["a"]
     real = Encryptor.encrypt

@@ -16,7 +16,7 @@ import os
 import pytest
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.crypto_errors import MissingPrivateKey
+from pulsar_spark.protocol.crypto.errors import MissingPrivateKey
 from tests.support.keys import KeyPair, encryption_required_topic
 from tests.support.official import produce
 

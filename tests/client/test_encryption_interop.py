@@ -33,11 +33,11 @@ from pulsar_spark.protocol import (
     open_entry,
     pb,
 )
-from pulsar_spark.protocol.crypto_errors import MissingPrivateKey
-from pulsar_spark.protocol.encryption import open_chunk
-from pulsar_spark.protocol.encryptor import Encryptor
+from pulsar_spark.protocol.crypto.decrypt import open_chunk
+from pulsar_spark.protocol.crypto.encrypt import Encryptor
+from pulsar_spark.protocol.crypto.errors import MissingPrivateKey
 from pulsar_spark.protocol.framing import Frame
-from pulsar_spark.protocol.message_id import to_signed64
+from pulsar_spark.protocol.ids.message_id import to_signed64
 from tests.support.java_crypto import java_consume_decrypted, java_produce_encrypted_many
 from tests.support.keys import KeyPair
 from tests.support.official import mixed_messages, official_client, produce

@@ -25,7 +25,7 @@ from pulsar_spark.client.crypto_keys import (
     producer_encryptor,
 )
 from pulsar_spark.protocol import messages, open_entry, pb
-from pulsar_spark.protocol.crypto_errors import CryptoKeyError
+from pulsar_spark.protocol.crypto.errors import CryptoKeyError
 from pulsar_spark.protocol.errors import InvalidArgument
 
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.crypto_errors import CryptoKeyError
+from pulsar_spark.protocol.crypto.errors import CryptoKeyError
 from tests.client.test_encryption_client import _values
 from tests.support.keys import KeyPair, encryption_required_topic
 from tests.support.official import official_client

@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.last_ids import LastIds
 from pulsar_spark.client.names import parse_topic
+from pulsar_spark.client.read.last_ids import LastIds
 from tests.support.official import produce
 
 

@@ -18,8 +18,8 @@ import time
 import pytest
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.producer import DEFAULT_MAX_PENDING_BYTES
-from pulsar_spark.client.transport import TlsMismatch
+from pulsar_spark.client.net.transport import TlsMismatch
+from pulsar_spark.client.write.producer import DEFAULT_MAX_PENDING_BYTES
 from pulsar_spark.protocol import FrameDecoder, encode_command, pb
 from tests.support.throttle import Throttle, mbit
 

@@ -18,7 +18,7 @@ from pulsar_spark.client import (
     parse_service_url,
     parse_topic,
 )
-from pulsar_spark.client.bounds import Bound, end_bound, start_bound
+from pulsar_spark.client.read.bounds import Bound, end_bound, start_bound
 from pulsar_spark.protocol import EARLIEST, LATEST, MessageId, Position
 
 

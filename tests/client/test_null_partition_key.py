@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.outgoing import seal
-from pulsar_spark.columnar.rows import Rows, separated_keys_field
+from pulsar_spark.client.write.outgoing import seal
+from pulsar_spark.columnar.rows.encode import Rows, separated_keys_field
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
-from pulsar_spark.protocol.schema_info import (
+from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
     SchemaType,

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from pulsar_spark.client import PartitionReader, PulsarClient
-from pulsar_spark.client.bounds import FROM_EARLIEST
 from pulsar_spark.client.names import parse_topic
+from pulsar_spark.client.read.bounds import FROM_EARLIEST
 from pulsar_spark.protocol import MessageId
 from tests.support.admin import topic_path
 from tests.support.figures import figure
@@ -139,7 +139,7 @@ def test_a_loss_without_a_callback_is_a_warning(
         _fill(client, topic_name, 200, "old")
         reader = _reader(client, topic_name, None)
         started = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="pulsar_spark.client.read_gaps"):
+        with caplog.at_level(logging.WARNING, logger="pulsar_spark.client.read.gaps"):
             got = _read_with_fault(
                 reader, lambda: apache_pulsar.admin.delete(topic_name, force=True)
             )

@@ -19,7 +19,7 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.config import DEFAULT_READ_BUFFER_BYTES
-from pulsar_spark.client.consumer import FlowWindow
+from pulsar_spark.client.read.consumer import FlowWindow
 from pulsar_spark.protocol.chunks import ChunkAssembler
 from pulsar_spark.protocol.errors import ChunkError
 from tests.support.figures import figure
@@ -211,8 +211,8 @@ def test_a_read_of_large_messages_stays_within_its_budget(
 def test_a_reader_may_choose_to_drop_the_oldest_incomplete_messages(caplog) -> None:
     import logging
 
-    from pulsar_spark.client.chunk_bounds import ChunkBounds
     from pulsar_spark.client.names import parse_topic
+    from pulsar_spark.client.read.chunk_bounds import ChunkBounds
 
     class Reader:
         topic = parse_topic("t")
@@ -241,7 +241,7 @@ def test_the_budget_comes_from_the_client_and_the_spark_option() -> None:
     from pulsar_spark.client.errors import InvalidArgument
     from pulsar_spark.client.names import parse_topic
     from pulsar_spark.spark.connect import open_client
-    from pulsar_spark.spark.options import parse_options
+    from pulsar_spark.spark.options.parse import parse_options
 
     topic = parse_topic("t")
     with PulsarClient("pulsar://127.0.0.1:1") as client:  # nothing connects

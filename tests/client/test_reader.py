@@ -18,7 +18,7 @@ from pulsar_spark.client import (
     OperationTimeout,
     PulsarClient,
 )
-from pulsar_spark.client.connection import Connection, Kind
+from pulsar_spark.client.net.connection import Connection, Kind
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position, commands, pb
 from tests.support.official import CODECS, produce
@@ -351,7 +351,7 @@ def test_a_consumer_the_broker_never_serves_is_re_created(
 ) -> None:
     """A subscription that raced with an unload can stay on the closed topic: requests
     answered, no message ever dispatched. The reader re-subscribes after STALL seconds."""
-    from pulsar_spark.client.reader import PartitionReader
+    from pulsar_spark.client.read.reader import PartitionReader
 
     sent = _messages(50)
     produce(broker.service_url, topic_name, sent)
@@ -479,8 +479,8 @@ def test_a_message_whose_chunks_stop_coming_fails_the_read_or_is_reported(
     # (and may skip it).
     import random
 
-    from pulsar_spark.client.chunk_bounds import IncompleteChunked
-    from pulsar_spark.client.reader import PartitionReader
+    from pulsar_spark.client.read.chunk_bounds import IncompleteChunked
+    from pulsar_spark.client.read.reader import PartitionReader
     from pulsar_spark.protocol.errors import ChunkError
 
     monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 1.0)
@@ -513,8 +513,8 @@ def test_an_abandoned_chunked_message_does_not_stall_a_read_past_it(
     # even with a wait longer than the operation timeout.
     import random
 
-    from pulsar_spark.client.chunk_limits import ChunkLimits
-    from pulsar_spark.client.reader import PartitionReader
+    from pulsar_spark.client.read.chunk_limits import ChunkLimits
+    from pulsar_spark.client.read.reader import PartitionReader
 
     monkeypatch.setattr(PartitionReader, "CHUNK_WAIT", 4.0)
     dropping = ChunkLimits(drop_incomplete=True)  # the user's choice: a WARNING, no failure
@@ -527,7 +527,7 @@ def test_an_abandoned_chunked_message_does_not_stall_a_read_past_it(
             for value in (b"b", b"c"):
                 producer.send(value)
         with (
-            caplog.at_level("WARNING", logger="pulsar_spark.client.reader"),
+            caplog.at_level("WARNING", logger="pulsar_spark.client.read.reader"),
             PulsarClient(
                 broker.service_url, operation_timeout=3.0, chunk_limits=dropping
             ) as reading,

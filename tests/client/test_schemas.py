@@ -12,12 +12,12 @@ import fastavro
 import pytest
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.capabilities import BrokerKind
-from pulsar_spark.client.connection import Connection
+from pulsar_spark.client.net.capabilities import BrokerKind
+from pulsar_spark.client.net.connection import Connection
 from pulsar_spark.client.retry import Action, classify
 from pulsar_spark.protocol import pb
 from pulsar_spark.protocol.errors import IncompatibleSchemaError, TopicNotFoundError
-from pulsar_spark.protocol.schema_info import (
+from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
     SchemaType,

@@ -19,7 +19,7 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.errors import OperationTimeout
-from pulsar_spark.client.producer import Producer
+from pulsar_spark.client.write.producer import Producer
 from pulsar_spark.protocol import Frame, encode_command, pb
 from pulsar_spark.protocol.errors import ServerError
 from tests.support.admin import AdminError
@@ -67,7 +67,7 @@ def test_a_lost_receipt_is_detected_and_the_message_sent_again(
     proxy = fault_proxy(pulsar_lite, frame_hook=hook)
     sent = [b"m%d" % i for i in range(10)]
     with (
-        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.producer_session"),
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.write.session"),
         PulsarClient(proxy.service_url) as client,
     ):
         producer = client.create_producer(topic_name, batching=False, send_timeout=60)
@@ -427,7 +427,7 @@ def test_producers_created_under_an_unload_storm(apache_pulsar, topic_name) -> N
 
 def test_the_spark_option_send_timeout_ms_takes_zero() -> None:
     from pulsar_spark.spark.errors import PulsarOptionError
-    from pulsar_spark.spark.options import parse_options
+    from pulsar_spark.spark.options.parse import parse_options
 
     base = {"service.url": "pulsar://localhost:6650", "topic": "t"}
     assert parse_options({**base, "sendTimeoutMs": "0"}).send_timeout == 0.0

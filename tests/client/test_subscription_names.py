@@ -10,9 +10,9 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.errors import InvalidArgument
-from pulsar_spark.client.last_ids import LastIds
 from pulsar_spark.client.names import parse_topic
-from pulsar_spark.client.sub_names import check_prefix, fresh_name
+from pulsar_spark.client.read.last_ids import LastIds
+from pulsar_spark.client.read.sub_names import check_prefix, fresh_name
 from pulsar_spark.protocol import commands
 from tests.support.official import produce
 

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar.avro_decode import AvroPlan
-from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+from pulsar_spark.columnar.values.avro.decode import AvroPlan
+from pulsar_spark.columnar.values.errors import SchemaDecodeError
 
 ITEMS: dict[str, tuple[Any, st.SearchStrategy[Any]]] = {
     "long": ("long", st.integers(-(2**63), 2**63 - 1)),

@@ -26,8 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar.avro_decode import AvroPlan
-from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+from pulsar_spark.columnar.values.avro.decode import AvroPlan
+from pulsar_spark.columnar.values.errors import SchemaDecodeError
 
 UTC = datetime.timezone.utc
 _LEAVES = [

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_avro_decode import normal, ours, schema_and_records
 
-from pulsar_spark.columnar.avro_decode import AvroPlan, avro_plan
-from pulsar_spark.columnar.schema_errors import (
+from pulsar_spark.columnar.values.avro.decode import AvroPlan, avro_plan
+from pulsar_spark.columnar.values.errors import (
     SchemaDecodeError,
     SchemaResolutionError,
     UnmappableSchema,

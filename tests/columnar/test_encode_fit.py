@@ -28,8 +28,8 @@ from pulsar.schema import (
     String,
 )
 
-from pulsar_spark.columnar.encode_avro import AvroEncoder, encode_avro, value_type
-from pulsar_spark.columnar.encode_errors import SchemaMismatch
+from pulsar_spark.columnar.values.avro.encode import AvroEncoder, encode_avro, value_type
+from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
 from pulsar_spark.protocol.errors import PulsarError
 
 

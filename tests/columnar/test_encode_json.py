@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pulsar.schema import Array, Boolean, Double, Integer, JsonSchema, Long, Map, Record, String
 
-from pulsar_spark.columnar.encode_errors import SchemaMismatch
-from pulsar_spark.columnar.encode_json import JsonEncoder, encode_json, json_encoder
-from pulsar_spark.columnar.json_decode import JsonPlan
+from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
+from pulsar_spark.columnar.values.json.decode import JsonPlan
+from pulsar_spark.columnar.values.json.encode import JsonEncoder, encode_json, json_encoder
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""JSON text of dates, times and timestamps (:mod:`pulsar_spark.columnar.encode_json_time`):
+"""JSON text of dates, times and timestamps (:mod:`pulsar_spark.columnar.values.json.encode_time`):
 byte for byte what the Java client's JSON schema (Jackson 2.17 in Pulsar 4.0.8) writes for
 the ``java.time`` field Pulsar's reflection maps to each logical type, and read back by our
 JSON decoder."""
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar.encode_errors import SchemaMismatch
-from pulsar_spark.columnar.encode_json import encode_json, json_encoder
-from pulsar_spark.columnar.json_decode import JsonPlan
+from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
+from pulsar_spark.columnar.values.json.decode import JsonPlan
+from pulsar_spark.columnar.values.json.encode import encode_json, json_encoder
 
 NANOS = 10**9
 DAY = 86_400

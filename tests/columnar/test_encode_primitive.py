@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pulsar.schema import BytesSchema, StringSchema
 
-from pulsar_spark.columnar.encode_errors import SchemaMismatch
-from pulsar_spark.columnar.encode_primitive import encode_primitive, primitive_fits
-from pulsar_spark.protocol.schema_type import SchemaType
+from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
+from pulsar_spark.columnar.values.primitive.encode import encode_primitive, primitive_fits
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proto_support import Spec, build, random_messages, specs
 
-from pulsar_spark.columnar.encode_errors import SchemaMismatch
-from pulsar_spark.columnar.encode_proto import ProtoEncoder, native_writer_schema
-from pulsar_spark.columnar.proto_decode import proto_plan
-from pulsar_spark.columnar.schema_errors import UnmappableSchema
-from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
+from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
+from pulsar_spark.columnar.values.errors import UnmappableSchema
+from pulsar_spark.columnar.values.proto.decode import proto_plan
+from pulsar_spark.columnar.values.proto.encode import ProtoEncoder, native_writer_schema
+from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
 
 _SLOW = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -279,7 +279,7 @@ def test_random_integer_columns_of_any_arrow_type(
     """Any Arrow integer type (and decimal) into any integer field: the values protobuf
     reads are the column's, or the write fails naming the field of the first value out of
     the field's range; a null is an absent field where the field has presence."""
-    from pulsar_spark.columnar.encode_proto_values import RANGES
+    from pulsar_spark.columnar.values.proto.encode_values import RANGES
 
     spec = [(k, i + 1, False, "?" if optional else "") for i, k in enumerate(kinds)]
     cls, info = build(spec)

@@ -15,16 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar.encode_errors import SchemaMismatch
-from pulsar_spark.columnar.encode_key_value import inline_payloads, separated_keys
-from pulsar_spark.columnar.encode_schema import (
+from pulsar_spark.columnar.values.encode import (
     KeyValueEncoder,
     PayloadEncoder,
     key_value_writer_schema,
     writer_schema,
 )
-from pulsar_spark.columnar.schema_errors import UnmappableSchema
-from pulsar_spark.protocol.schema_info import (
+from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
+from pulsar_spark.columnar.values.errors import UnmappableSchema
+from pulsar_spark.columnar.values.key_value import inline_payloads, separated_keys
+from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
     SchemaType,

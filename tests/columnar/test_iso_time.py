@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar.iso_time import iso_ticks, jackson_ticks
-from pulsar_spark.columnar.json_decode import JsonPlan
-from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+from pulsar_spark.columnar.values.errors import SchemaDecodeError
+from pulsar_spark.columnar.values.json.decode import JsonPlan
+from pulsar_spark.columnar.values.json.iso_time import iso_ticks, jackson_ticks
 
 UTC_US = pa.timestamp("us", tz="UTC")
 EPOCH = dt.datetime(1970, 1, 1)

@@ -1,4 +1,4 @@
-"""Batch items located without protobuf objects (:mod:`pulsar_spark.columnar.items`),
+"""Batch items located without protobuf objects (:mod:`pulsar_spark.columnar.rows.items`),
 and the builder that guesses item places and checks the guesses.
 
 The reference is the exact split (:func:`split_batch`, one protobuf parse per
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pulsar_spark.columnar import ArrowBatchBuilder
-from pulsar_spark.columnar.items import locate_by_headers, locate_items, locate_uniform
+from pulsar_spark.columnar.rows.items import locate_by_headers, locate_items, locate_uniform
 from pulsar_spark.protocol import BatchDecodeError, CorruptMessage, pb
 from pulsar_spark.protocol.batch import encode_batch, split_batch
 from pulsar_spark.protocol.entry import open_entry, select

@@ -1,5 +1,5 @@
 """JSON values whose dates and times are in Jackson's forms (what the Java client's JSON schema
-and our encoder write) decoded columnar (:mod:`pulsar_spark.columnar.json_jackson`): the same
+and our encoder write) decoded columnar (:mod:`pulsar_spark.columnar.values.json.jackson`): the same
 values as the value-by-value path, which batches of mixed forms still take."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from test_encode_json_time import JAVA, _schema, _table
 
-from pulsar_spark.columnar.encode_json import json_encoder
-from pulsar_spark.columnar.iso_time import jackson_ticks
-from pulsar_spark.columnar.json_decode import JsonPlan
-from pulsar_spark.columnar.json_jackson import integer_pattern, read_jackson
-from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+from pulsar_spark.columnar.values.errors import SchemaDecodeError
+from pulsar_spark.columnar.values.json.decode import JsonPlan
+from pulsar_spark.columnar.values.json.encode import json_encoder
+from pulsar_spark.columnar.values.json.iso_time import jackson_ticks
+from pulsar_spark.columnar.values.json.jackson import integer_pattern, read_jackson
 
 NANOS = 10**9
 DAY = 86_400

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proto_support import KINDS, build, expected, fill, normalized, random_messages, specs
 
-from pulsar_spark.columnar.proto_decode import proto_plan
-from pulsar_spark.columnar.proto_schema import parse_native
-from pulsar_spark.columnar.schema_errors import SchemaDecodeError
+from pulsar_spark.columnar.values.errors import SchemaDecodeError
+from pulsar_spark.columnar.values.proto.decode import proto_plan
+from pulsar_spark.columnar.values.proto.schema import parse_native
 
 _SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -12,10 +12,10 @@ import pytest
 from google.protobuf import descriptor_pb2
 from proto_support import build
 
-from pulsar_spark.columnar.proto_decode import proto_plan, proto_resolve
-from pulsar_spark.columnar.schema_arrow import arrow_type
-from pulsar_spark.columnar.schema_errors import SchemaResolutionError, UnmappableSchema
-from pulsar_spark.protocol.schema_info import SchemaInfo, SchemaType
+from pulsar_spark.columnar.values.arrow_types import arrow_type
+from pulsar_spark.columnar.values.errors import SchemaResolutionError, UnmappableSchema
+from pulsar_spark.columnar.values.proto.decode import proto_plan, proto_resolve
+from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
 
 FD = descriptor_pb2.FieldDescriptorProto
 

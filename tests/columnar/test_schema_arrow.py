@@ -10,15 +10,15 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from pulsar_spark.columnar.avro_schema import parse_avro
-from pulsar_spark.columnar.schema_arrow import (
+from pulsar_spark.columnar.values.arrow_types import (
     arrow_type,
     avro_arrow_type,
     avro_schema_for,
     primitive_schema_type,
 )
-from pulsar_spark.columnar.schema_errors import UnmappableSchema
-from pulsar_spark.protocol.schema_info import (
+from pulsar_spark.columnar.values.avro.schema import parse_avro
+from pulsar_spark.columnar.values.errors import UnmappableSchema
+from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
     SchemaType,

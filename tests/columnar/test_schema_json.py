@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 from pulsar.schema import Array, Double, Integer, JsonSchema, Record, String
 from test_avro_decode import _value, ours, record_schemas
 
-from pulsar_spark.columnar.avro_decode import AvroPlan
-from pulsar_spark.columnar.json_decode import JsonPlan, decode_json
-from pulsar_spark.columnar.schema_arrow import arrow_type
-from pulsar_spark.columnar.schema_errors import SchemaDecodeError
-from pulsar_spark.protocol.schema_info import SchemaInfo
+from pulsar_spark.columnar.values.arrow_types import arrow_type
+from pulsar_spark.columnar.values.avro.decode import AvroPlan
+from pulsar_spark.columnar.values.errors import SchemaDecodeError
+from pulsar_spark.columnar.values.json.decode import JsonPlan, decode_json
+from pulsar_spark.protocol.schemas.info import SchemaInfo
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 

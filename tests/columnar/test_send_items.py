@@ -1,5 +1,5 @@
-"""Batch items of whole Arrow tables (:mod:`pulsar_spark.columnar.send_items`) against the
-row-by-row encoder (:mod:`pulsar_spark.columnar.rows`) and against protobuf's own bytes."""
+"""Batch items of whole Arrow tables (:mod:`pulsar_spark.columnar.rows.send_items`) against the
+row-by-row encoder (:mod:`pulsar_spark.columnar.rows.encode`) and against protobuf's own bytes."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar.rows import (
+from pulsar_spark.columnar.rows.encode import (
     InvalidRows,
     Rows,
     encode_items,
     separated_keys_field,
     single_metadata,
 )
-from pulsar_spark.columnar.send_items import columnar_rows, item_block
+from pulsar_spark.columnar.rows.send_items import columnar_rows, item_block
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol.wire import encode_varint
 

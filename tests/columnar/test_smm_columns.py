@@ -21,10 +21,10 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsar_spark.columnar import smm_walk
 from pulsar_spark.columnar.gather import gather_binary, gather_string, map_array
-from pulsar_spark.columnar.smm_columns import SmmColumns, decode_smm_columns
-from pulsar_spark.columnar.smm_layout import same_layout
+from pulsar_spark.columnar.rows.smm import walk as smm_walk
+from pulsar_spark.columnar.rows.smm.columns import SmmColumns, decode_smm_columns
+from pulsar_spark.columnar.rows.smm.layout import same_layout
 from pulsar_spark.protocol import FrameDecoder, open_entry, pb
 from pulsar_spark.protocol.errors import BatchDecodeError
 

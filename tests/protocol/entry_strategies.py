@@ -12,12 +12,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from pulsar_spark.protocol import (
-    compress,
-    encode_batch,
-    pb,
-)
-from pulsar_spark.protocol.message_id import MessageId
+from pulsar_spark.protocol import compress, encode_batch, pb
+from pulsar_spark.protocol.ids.message_id import MessageId
 
 U64 = (1 << 64) - 1
 INT64_MAX = (1 << 63) - 1

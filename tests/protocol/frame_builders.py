@@ -6,13 +6,8 @@ import struct
 
 import pytest
 
-from pulsar_spark.protocol import (
-    FrameDecoder,
-    ProtocolError,
-    encode_command,
-    pb,
-)
-from pulsar_spark.protocol.message_id import to_unsigned64
+from pulsar_spark.protocol import FrameDecoder, ProtocolError, encode_command, pb
+from pulsar_spark.protocol.ids.message_id import to_unsigned64
 
 T = pb.BaseCommand
 U64_MAX = 0xFFFF_FFFF_FFFF_FFFF

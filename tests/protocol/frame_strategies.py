@@ -8,14 +8,8 @@ from dataclasses import dataclass
 from crc32c import crc32c
 from hypothesis import strategies as st
 
-from pulsar_spark.protocol import (
-    Frame,
-    FrameDecoder,
-    Message,
-    encode_payload_command,
-    pb,
-)
-from pulsar_spark.protocol.message_id import to_unsigned64
+from pulsar_spark.protocol import Frame, FrameDecoder, Message, encode_payload_command, pb
+from pulsar_spark.protocol.ids.message_id import to_unsigned64
 from tests.protocol.entry_strategies import Built, built_entries, ledger_entry_numbers
 
 # ---------------------------------------------------------------------------

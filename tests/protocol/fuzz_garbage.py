@@ -19,11 +19,8 @@ from strategies import (
     raw_payload_frame,
 )
 
-from pulsar_spark.protocol import (
-    compress,
-    pb,
-)
-from pulsar_spark.protocol.message_id import to_signed64
+from pulsar_spark.protocol import compress, pb
+from pulsar_spark.protocol.ids.message_id import to_signed64
 
 # ---------------------------------------------------------------------------
 # Garbage

@@ -25,11 +25,7 @@ from strategies import (
     send_frames,
 )
 
-from pulsar_spark.protocol import (
-    compress,
-    encode_command,
-    pb,
-)
+from pulsar_spark.protocol import compress, encode_command, pb
 
 #: Frame limit of the fuzzed decoder, and the decompression limit of entries.
 LIMIT = 64 * 1024

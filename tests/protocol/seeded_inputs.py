@@ -8,10 +8,7 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from pulsar_spark.protocol import (
-    encode_payload_command,
-    pb,
-)
+from pulsar_spark.protocol import encode_payload_command, pb
 from tests.protocol.entry_strategies import (
     CODECS,
     INT64_MAX,

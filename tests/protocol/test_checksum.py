@@ -1,4 +1,4 @@
-"""The frame checksum (:mod:`pulsar_spark.protocol.checksum`): the ``crc32c`` package's
+"""The frame checksum (:mod:`pulsar_spark.protocol.framing.checksum`): the ``crc32c`` package's
 function, loaded without the package's ``__init__`` (its version lookup cost every Spark
 Python process 0.15-0.5 s)."""
 
@@ -12,8 +12,8 @@ import crc32c as packaged
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pulsar_spark.protocol import checksum
-from pulsar_spark.protocol.checksum import crc32c
+from pulsar_spark.protocol.framing import checksum
+from pulsar_spark.protocol.framing.checksum import crc32c
 
 
 @given(data=st.binary(max_size=2000), start=st.integers(0, 2**32 - 1))

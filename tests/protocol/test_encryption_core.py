@@ -14,8 +14,16 @@ from strategies import CODECS, Built, Item, build_entry, built_entries
 
 from pulsar_spark.columnar import ArrowBatchBuilder
 from pulsar_spark.protocol import ChunkAssembler, messages, open_entry, pb, select
-from pulsar_spark.protocol import key_wrap as kw
-from pulsar_spark.protocol.crypto_errors import (
+from pulsar_spark.protocol.crypto import key_wrap as kw
+from pulsar_spark.protocol.crypto.decrypt import (
+    ENCRYPTED_PROPERTIES,
+    Decryptor,
+    crypto_failure_action,
+    encryption_info,
+    open_chunk,
+)
+from pulsar_spark.protocol.crypto.encrypt import Encryptor
+from pulsar_spark.protocol.crypto.errors import (
     CiphertextError,
     CryptoError,
     CryptoKeyError,
@@ -24,14 +32,6 @@ from pulsar_spark.protocol.crypto_errors import (
     EncryptionMetadataError,
     MissingPrivateKey,
 )
-from pulsar_spark.protocol.encryption import (
-    ENCRYPTED_PROPERTIES,
-    Decryptor,
-    crypto_failure_action,
-    encryption_info,
-    open_chunk,
-)
-from pulsar_spark.protocol.encryptor import Encryptor
 from pulsar_spark.protocol.errors import InvalidArgument, PulsarError
 
 TOPIC = "persistent://public/default/secret"
@@ -258,7 +258,7 @@ def test_a_wrong_key_is_tried_once_and_a_corrupted_payload_fails_naming_the_id(m
         calls.append(1)
         return real(key, value)
 
-    monkeypatch.setattr("pulsar_spark.protocol.encryption.unwrap_data_key", counting)
+    monkeypatch.setattr("pulsar_spark.protocol.crypto.decrypt.unwrap_data_key", counting)
     wrong = Decryptor({"app.key": RSA_B}, topic=TOPIC)
     for entry_id in range(5):
         with pytest.raises(DataKeyError, match=r"wrong private key\?.*'app.key': RSA-OAEP"):

@@ -22,9 +22,9 @@ from strategies import CODECS, Item, build_entry, message_command
 
 from pulsar_spark.columnar import ArrowBatchBuilder
 from pulsar_spark.protocol import FrameDecoder, PulsarError, messages, open_entry, pb, select
-from pulsar_spark.protocol.crypto_errors import DecryptionError
-from pulsar_spark.protocol.encryption import Decryptor
-from pulsar_spark.protocol.encryptor import Encryptor
+from pulsar_spark.protocol.crypto.decrypt import Decryptor
+from pulsar_spark.protocol.crypto.encrypt import Encryptor
+from pulsar_spark.protocol.crypto.errors import DecryptionError
 from pulsar_spark.protocol.framing import encode_payload_command
 
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

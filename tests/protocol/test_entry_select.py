@@ -5,13 +5,7 @@ from __future__ import annotations
 import pytest
 from strategies import Item, ack_set_from_acked, build_entry
 
-from pulsar_spark.protocol import (
-    MessageId,
-    messages,
-    open_entry,
-    pb,
-    select,
-)
+from pulsar_spark.protocol import MessageId, messages, open_entry, pb, select
 
 
 def _meta(**kw: object) -> pb.MessageMetadata:

@@ -25,7 +25,7 @@ from pulsar_spark.protocol.errors import (
     WireError,
     server_error,
 )
-from pulsar_spark.protocol.position import InvalidPosition
+from pulsar_spark.protocol.ids.position import InvalidPosition
 from pulsar_spark.protocol.wire import fields, read_varint
 
 PROTOCOL_ERRORS = [

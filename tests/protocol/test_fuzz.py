@@ -76,7 +76,7 @@ from pulsar_spark.protocol import (
     pb,
     select,
 )
-from pulsar_spark.protocol.message_id import to_signed64
+from pulsar_spark.protocol.ids.message_id import to_signed64
 
 pytestmark = pytest.mark.fuzz
 

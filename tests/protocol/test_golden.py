@@ -31,7 +31,7 @@ from pulsar_spark.protocol import (
     open_entry,
     pb,
 )
-from pulsar_spark.protocol.message_id import to_signed64
+from pulsar_spark.protocol.ids.message_id import to_signed64
 
 BROKER_TO_CLIENT = "broker-to-client"
 CLIENT_TO_BROKER = "client-to-broker"

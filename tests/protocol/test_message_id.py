@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pulsar_spark.protocol import EARLIEST, LATEST, MessageId, pb
-from pulsar_spark.protocol.message_id import INT64_MAX, to_signed64, to_unsigned64
+from pulsar_spark.protocol.ids.message_id import INT64_MAX, to_signed64, to_unsigned64
 
 U64_MAX = 2**64 - 1
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from pulsar_spark.protocol import EARLIEST, LATEST, MessageId, pb
 from pulsar_spark.protocol.errors import InvalidMessageId
-from pulsar_spark.protocol.message_id import INT64_MAX
-from pulsar_spark.protocol.message_id_bytes import SerializedId, id_from_bytes, id_to_bytes
+from pulsar_spark.protocol.ids.message_id import INT64_MAX
+from pulsar_spark.protocol.ids.serialized import SerializedId, id_from_bytes, id_to_bytes
 
 pulsar: Any = pytest.importorskip("pulsar")
 

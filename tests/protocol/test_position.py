@@ -7,8 +7,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from pulsar_spark.protocol.errors import PulsarError
-from pulsar_spark.protocol.message_id import EARLIEST, INT64_MAX, LATEST, MessageId
-from pulsar_spark.protocol.position import InvalidPosition, Position
+from pulsar_spark.protocol.ids.message_id import EARLIEST, INT64_MAX, LATEST, MessageId
+from pulsar_spark.protocol.ids.position import InvalidPosition, Position
 
 INT64 = st.integers(-(1 << 63), INT64_MAX)
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)

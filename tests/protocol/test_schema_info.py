@@ -12,8 +12,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from pulsar_spark.protocol import commands, pb
-from pulsar_spark.protocol.message_id import MessageId
-from pulsar_spark.protocol.schema_info import (
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.schemas.info import (
     InvalidSchema,
     KeyValueEncoding,
     SchemaInfo,

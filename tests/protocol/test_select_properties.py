@@ -14,13 +14,7 @@ from strategies import (
     codecs,
 )
 
-from pulsar_spark.protocol import (
-    MessageId,
-    messages,
-    open_entry,
-    pb,
-    select,
-)
+from pulsar_spark.protocol import MessageId, messages, open_entry, pb, select
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

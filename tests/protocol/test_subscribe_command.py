@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pulsar_spark.protocol import commands, pb
-from pulsar_spark.protocol.message_id import MessageId
+from pulsar_spark.protocol.ids.message_id import MessageId
 
 T = pb.BaseCommand
 

@@ -19,14 +19,14 @@ import logging
 import pytest
 
 from pulsar_spark.client import PartitionReader, PulsarClient
-from pulsar_spark.client.chunk_limits import ChunkLimits
 from pulsar_spark.client.names import parse_topic
+from pulsar_spark.client.read.chunk_limits import ChunkLimits
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position, pb
 from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.errors import DataLossError, PulsarOptionError
-from pulsar_spark.spark.option_passthrough import lookup
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
+from pulsar_spark.spark.options.passthrough import lookup
 from pulsar_spark.spark.read_schema import ReadSchema
 from pulsar_spark.spark.spark_types import spark_schema
 from pulsar_spark.spark.worker_clients import client_key
@@ -116,7 +116,7 @@ def _batch_read(url: str, topic: str, **options: str) -> list[bytes]:
 
 def _stream_read(url: str, topic: str, end: MessageId, **options: str) -> list[bytes]:
     """One micro-batch of a stream, from the earliest message to ``end``, as Spark reads it."""
-    from pulsar_spark.spark.stream_reader import PulsarStreamPartition, PulsarStreamReader
+    from pulsar_spark.spark.stream.reader import PulsarStreamPartition, PulsarStreamReader
 
     parsed = parse_options({"service.url": url, "topic": topic, **options}).for_stream_read()
     reader = PulsarStreamReader(parsed, RAW, spark_schema(ROW_SCHEMA))

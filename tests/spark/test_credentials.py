@@ -21,7 +21,7 @@ import pytest
 
 from pulsar_spark.spark.connect import authentication, open_client
 from pulsar_spark.spark.errors import PulsarOptionError
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from tests.support.apache_tls import make_token
 from tests.support.spark_faults import Driver, figure
 
@@ -82,12 +82,12 @@ def test_parsed_options_clients_and_pickles_do_not_show_credentials(case: str) -
 
 
 def test_a_bare_token_is_accepted_with_a_warning_that_does_not_show_it(caplog) -> None:
-    from pulsar_spark.spark import option_auth
+    from pulsar_spark.spark.options import auth as option_auth
 
     option_auth._warned.clear()
     raw = {"service.url": "pulsar://127.0.0.1:6650", "topic": "t"}
     raw |= {"authPluginClassName": "token", "authParams": FOREIGN_JWT}
-    with caplog.at_level("WARNING", logger="pulsar_spark.spark.option_auth"):
+    with caplog.at_level("WARNING", logger="pulsar_spark.spark.options.auth"):
         parsed = parse_options(raw)
         parse_options(raw)
     assert dict(parsed.auth.params) == {"token": FOREIGN_JWT}

@@ -58,7 +58,7 @@ def test_key_options_are_checked_for_form_and_never_shown(rsa_files) -> None:
     import pickle
 
     from pulsar_spark.spark.errors import PulsarOptionError
-    from pulsar_spark.spark.option_crypto import failure_action, key_names, private_key, public_key
+    from pulsar_spark.spark.options.crypto import failure_action, key_names, private_key, public_key
 
     pub, priv = rsa_files
     inline = "data:application/x-pem-file;base64," + base64.b64encode(priv.read_bytes()).decode()
@@ -220,7 +220,7 @@ def _unredacted_data_key(tmp_path: Path) -> str:
 def test_a_data_key_given_as_private_key_url_stays_out_of_a_streams_plan(
     spark, tmp_path, caplog
 ) -> None:
-    from pulsar_spark.spark import option_crypto
+    from pulsar_spark.spark.options import crypto as option_crypto
 
     inline = _unredacted_data_key(tmp_path)
 

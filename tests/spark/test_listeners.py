@@ -12,7 +12,7 @@ import pytest
 
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.spark.connect import open_client
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from tests.support.apache import ApachePulsar
 from tests.support.net import free_port
 from tests.support.plugin import _close

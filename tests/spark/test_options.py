@@ -7,11 +7,11 @@ import pickle
 import pytest
 
 from pulsar_spark.protocol import PulsarError
-from pulsar_spark.protocol.position import Position
+from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.spark import errors
 from pulsar_spark.spark.compat import SparkVersionError, require_spark, spark_version
 from pulsar_spark.spark.connect import authentication
-from pulsar_spark.spark.options import (
+from pulsar_spark.spark.options.parse import (
     OPTIONS,
     OffsetSpec,
     PulsarOptionError,
@@ -267,14 +267,14 @@ def test_bad_options_through_spark_name_the_option(spark, pulsar_lite) -> None:
 def test_the_readme_options_table_is_the_generated_one() -> None:
     from pathlib import Path
 
-    from pulsar_spark.spark.options import markdown_table
+    from pulsar_spark.spark.options.parse import markdown_table
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     start, end = "<!-- options -->\n", "\n<!-- /options -->"
     table = readme[readme.index(start) + len(start) : readme.index(end)]
     assert table == markdown_table(), (
         "README.md's options table differs from the option definitions: paste "
-        "pulsar_spark.spark.options.markdown_table() between its <!-- options --> markers"
+        "pulsar_spark.spark.options.parse.markdown_table() between its <!-- options --> markers"
     )
     for option in OPTIONS:
         assert f"| `{option.name}`" in table
@@ -285,7 +285,7 @@ def test_the_client_does_not_import_pyspark() -> None:
     import sys
 
     code = (
-        "import sys, pulsar_spark, pulsar_spark.client, pulsar_spark.spark.options; "
+        "import sys, pulsar_spark, pulsar_spark.client, pulsar_spark.spark.options.parse; "
         "assert 'pyspark' not in sys.modules, 'pyspark imported'; "
         "from pulsar_spark import PulsarDataSource; assert 'pyspark' in sys.modules; "
         "print(PulsarDataSource.name())"

@@ -34,7 +34,7 @@ from pyspark.sql.datasource import (
 )
 
 from pulsar_spark.spark import SPARK_SCHEMA
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.pushdown import Narrowing, narrowing, plans_per_query
 from pulsar_spark.spark.read_schema import plan_for
 from pulsar_spark.spark.reader import PulsarFilteringReader

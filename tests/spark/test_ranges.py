@@ -8,12 +8,12 @@ import pytest
 
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position
-from pulsar_spark.spark.options import PulsarOptionError, parse_options
+from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
 from pulsar_spark.spark.ranges import PartitionRange, plan_ranges, resolve_topics
 from pulsar_spark.spark.read_schema import ReadSchema
 from pulsar_spark.spark.spark_types import spark_schema
 from pulsar_spark.spark.splits import _entry_boundaries, _Probe, _shares
-from pulsar_spark.spark.stream_reader import PulsarStreamReader
+from pulsar_spark.spark.stream.reader import PulsarStreamReader
 
 NS = "persistent://public/default/"
 
@@ -93,9 +93,9 @@ def test_an_offsets_key_naming_no_partition_is_refused() -> None:
 def test_admission_moves_past_the_greatest_id_with_the_options_window(monkeypatch) -> None:
     # A chunked message (first chunk 1:1) completes after a message stored at 1:2,
     # between its chunks: the next micro-batch starts after 1:2, not after 1:1.
-    from pulsar_spark.client.sized_scan import SizedRef
-    from pulsar_spark.spark import stream_reader
-    from pulsar_spark.spark.stream_admission import _take
+    from pulsar_spark.client.read.sized_scan import SizedRef
+    from pulsar_spark.spark.stream import reader as stream_reader
+    from pulsar_spark.spark.stream.admission import _take
 
     ids = [MessageId(1, 2), MessageId(1, 1), MessageId(1, 5)]
     windows: list[int | None] = []

@@ -14,7 +14,7 @@ from pyspark.sql import Row
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.protocol import MessageId
 from pulsar_spark.spark import SPARK_SCHEMA
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.ranges import plan_ranges, read_range
 from pulsar_spark.spark.splits import split_ranges
 from tests.support.net import free_port

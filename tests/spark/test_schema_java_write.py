@@ -23,7 +23,7 @@ import pytest
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schema_info import (
+from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
     SchemaType,

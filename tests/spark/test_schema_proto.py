@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schema_info import (
+from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
     SchemaType,
@@ -273,8 +273,8 @@ def test_a_version_whose_field_changed_type_says_what_changed(tmp_path) -> None:
 def test_the_protobuf_schema_option_and_planning_with_it(tmp_path) -> None:
     import base64
 
-    from pulsar_spark.spark.option_schema import protobuf_schema
-    from pulsar_spark.spark.options import PulsarOptionError, parse_options
+    from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+    from pulsar_spark.spark.options.schema import protobuf_schema
     from pulsar_spark.spark.read_schema import plan_read_schema
 
     (v2,) = message_classes(tmp_path, "opt", EVOLVE.format(more="int32 qty = 3;"), "evolve.Order")

@@ -15,7 +15,7 @@ from google.protobuf.json_format import MessageToDict
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schema_info import SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaType
 from tests.support.java_client import java_consume_many, java_produce_protobuf_native
 from tests.support.official import official_client
 from tests.support.proto import ORDER_PROTO, compile_module, orders, produce_native
@@ -174,9 +174,9 @@ def test_write_plans_name_records_and_take_the_protobuf_option(shop) -> None:
     schema is complete for registration, and refuses a DataFrame that does not fit."""
     import pyarrow as pa
 
-    from pulsar_spark.protocol.schema_info import split_key_value
+    from pulsar_spark.protocol.schemas.info import split_key_value
     from pulsar_spark.spark.errors import PulsarWriteError
-    from pulsar_spark.spark.options import parse_options
+    from pulsar_spark.spark.options.parse import parse_options
     from pulsar_spark.spark.write_schema import plan_write
 
     topic = "persistent://public/default/plans"
@@ -220,11 +220,7 @@ def test_key_value_topics_with_a_protobuf_value_half(
     and a struct ``value``; Java's AUTO_CONSUME reads both halves, Spark reads them back."""
     from pulsar.schema.schema_protobuf import _build_schema_definition
 
-    from pulsar_spark.protocol.schema_info import (
-        KeyValueEncoding,
-        SchemaInfo,
-        key_value_schema,
-    )
+    from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema
 
     url = apache_pulsar.service_url
     definition = json.dumps(_build_schema_definition(shop.Order.DESCRIPTOR))

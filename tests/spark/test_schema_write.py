@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schema_info import KeyValueEncoding, SchemaType, split_key_value
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaType, split_key_value
 from tests.support.official import official_client
 
 ORDERS = T.StructType(
@@ -165,7 +165,7 @@ def test_a_dataframe_that_does_not_fit_the_topics_schema_fails_before_sending(
 def test_a_struct_write_on_pulsar_lite_reads_back_with_its_schema(
     spark, read_pulsar, pulsar_lite, topic_name
 ) -> None:
-    from pulsar_spark.columnar.encode_avro import avro_schema_json
+    from pulsar_spark.columnar.values.avro.encode import avro_schema_json
 
     url = pulsar_lite.service_url
     df = _orders(spark, 6)

@@ -4,7 +4,7 @@
 while a durable subscription has not acknowledged it: ledgers roll every 20 entries and
 the closed ones nobody needs are deleted every second; a topic with no subscription and
 no producer is deleted after 3 s. What a stream holds there is its durable subscription
-(``pulsar_spark.spark.stream_subscription``). Each test writes without batching (one
+(``pulsar_spark.spark.stream.subscription``). Each test writes without batching (one
 entry a message, so ledgers roll), sinks to Parquet (exactly once through its metadata
 log) and counts what it got against what the broker acknowledged: every message exactly
 once, or the stated failure. Each prints its figures (``FIGURE`` lines).
@@ -26,8 +26,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from pulsar_spark.spark.compat import spark_version
-from pulsar_spark.spark.stream_offsets import SUBSCRIPTION_KEY
-from pulsar_spark.spark.stream_subscription import drop_subscription
+from pulsar_spark.spark.stream.offsets import SUBSCRIPTION_KEY
+from pulsar_spark.spark.stream.subscription import drop_subscription
 from tests.support.admin import AdminError
 from tests.support.apache import ApachePulsar
 from tests.support.official import official_client, produce

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_spark.client.sized_scan import SizedRef
-from pulsar_spark.protocol.message_id import MessageId
-from pulsar_spark.protocol.position import Position
+from pulsar_spark.client.read.sized_scan import SizedRef
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.spark import compat
 from pulsar_spark.spark.errors import SparkVersionError
-from pulsar_spark.spark.option_trigger import duration_ms
-from pulsar_spark.spark.options import PulsarOptionError, parse_options
-from pulsar_spark.spark.stream_admission import MinimumGate, TriggerLimits, admit
-from pulsar_spark.spark.stream_lag import Backlog, lag_report
-from pulsar_spark.spark.stream_offsets import EARLIEST, order_key
+from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+from pulsar_spark.spark.options.trigger import duration_ms
+from pulsar_spark.spark.stream.admission import MinimumGate, TriggerLimits, admit
+from pulsar_spark.spark.stream.lag import Backlog, lag_report
+from pulsar_spark.spark.stream.offsets import EARLIEST, order_key
 from tests.support.official import produce
 
 needs_admission_control = pytest.mark.skipif(
@@ -228,7 +228,7 @@ def test_the_backlog_is_counted_once_and_bounded_per_trigger() -> None:
 
 
 def test_the_report_has_kafkas_figures_and_says_when_they_are_lower_bounds() -> None:
-    from pulsar_spark.spark.stream_lag import Behind
+    from pulsar_spark.spark.stream.lag import Behind
 
     report = lag_report({"p0": Behind(4, True), "p1": Behind(0, True), "p2": Behind(11, False)})
     assert report["avgOffsetsBehindLatest"] == 5.0
@@ -246,7 +246,7 @@ def _reader(url: str, **options: str):
     from pulsar_spark.columnar import ROW_SCHEMA
     from pulsar_spark.spark.read_schema import ReadSchema
     from pulsar_spark.spark.spark_types import spark_schema
-    from pulsar_spark.spark.stream_reader import PulsarStreamReader
+    from pulsar_spark.spark.stream.reader import PulsarStreamReader
 
     parsed = parse_options({"service.url": url, "startingOffsets": "earliest", **options})
     read = ReadSchema(None, "raw", None, dead_letter=False, arrow=ROW_SCHEMA)
@@ -472,7 +472,7 @@ def test_sized_scans_count_an_encrypted_payloads_plaintext_without_the_key(
     """The id scan cannot open an encrypted batch (no key), but its metadata keeps the
     plaintext's size in clear: that is what is counted, not the (compressed) ciphertext."""
     from pulsar_spark.client import PulsarClient
-    from pulsar_spark.client.sized_scan import scan_sizes
+    from pulsar_spark.client.read.sized_scan import scan_sizes
 
     url = pulsar_lite.service_url
     batch = [b"%02d:" % i + b"x" * 500 for i in range(8)]  # LZ4 makes it ~100 bytes

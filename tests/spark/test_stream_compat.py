@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from pulsar_spark.protocol.message_id import MessageId
-from pulsar_spark.protocol.position import Position
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.protocol.topics import base_topic, partition_name
 from pulsar_spark.spark.compat import spark_version
 from pulsar_spark.spark.errors import CheckpointOffsetError
-from pulsar_spark.spark.stream_offsets import dump_offsets, order_key, parse_offset, parse_offsets
+from pulsar_spark.spark.stream.offsets import dump_offsets, order_key, parse_offset, parse_offsets
 from tests.spark.data.make_checkpoint_v0 import produce_recorded, run_available_now
 from tests.support.official import produce
 

@@ -8,11 +8,11 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.columnar import ROW_SCHEMA
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.read_schema import ReadSchema
 from pulsar_spark.spark.spark_types import spark_schema
-from pulsar_spark.spark.stream_offsets import after_entry, parse_offsets
-from pulsar_spark.spark.stream_reader import PulsarStreamReader
+from pulsar_spark.spark.stream.offsets import after_entry, parse_offsets
+from pulsar_spark.spark.stream.reader import PulsarStreamReader
 from tests.support.official import produce
 
 

@@ -8,17 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pulsar_spark.protocol.message_id import MessageId
-from pulsar_spark.protocol.position import Position
+from pulsar_spark.protocol.ids.message_id import MessageId
+from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.spark.errors import CheckpointOffsetError, PulsarOptionError
-from pulsar_spark.spark.options import parse_options
-from pulsar_spark.spark.stream_offsets import (
+from pulsar_spark.spark.options.parse import parse_options
+from pulsar_spark.spark.stream.offsets import (
     SUBSCRIPTION_KEY,
     dump_offsets,
     parse_offsets,
     subscription_in,
 )
-from pulsar_spark.spark.stream_subscription import ack_point, holds, new_name
+from pulsar_spark.spark.stream.subscription import ack_point, holds, new_name
 
 T = "persistent://public/default/t-partition-0"
 

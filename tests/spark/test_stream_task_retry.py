@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent('''
     from pyspark import TaskContext
     from pyspark.sql import SparkSession
     from pulsar_spark import PulsarDataSource
-    from pulsar_spark.spark.stream_writer import PulsarStreamWriter
+    from pulsar_spark.spark.stream.writer import PulsarStreamWriter
 
     class FailingOnceWriter(PulsarStreamWriter):
         """The real sink, failing its first attempt once half its rows are confirmed."""

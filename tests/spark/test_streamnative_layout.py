@@ -23,17 +23,17 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.columnar.message_id_column import (
+from pulsar_spark.columnar.rows.message_ids import (
     IdParts,
     id_bytes_column,
     id_parts,
     parse_message_ids,
     with_id_parts,
 )
-from pulsar_spark.columnar.schema import ROW_SCHEMA
+from pulsar_spark.columnar.rows.schema import ROW_SCHEMA
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.spark.errors import PulsarOptionError, PulsarWriteError, TopicSchemaError
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.streamnative_rows import (
     sink_columns,
     streamnative_batch,

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from pulsar_spark.protocol import MessageId
-from pulsar_spark.protocol.message_id_bytes import id_to_bytes
+from pulsar_spark.protocol.ids.serialized import id_to_bytes
 from pulsar_spark.spark.errors import PulsarOptionError
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from tests.support.official import official_client
 
 pulsar: Any = pytest.importorskip("pulsar")

@@ -15,7 +15,7 @@ import pytest
 
 from pulsar_spark.spark import connect, worker_clients
 from pulsar_spark.spark.connect import open_client
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.worker_clients import client_key, idle_count
 
 

@@ -8,7 +8,7 @@ import socket
 
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-from pulsar_spark.spark.options import parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.write_schema import WritePlan
 from pulsar_spark.spark.writer import plan_topic_writes
 

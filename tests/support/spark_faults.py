@@ -44,10 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_spark import PulsarDataSource
-from pulsar_spark.spark import reader, stream_reader
+from pulsar_spark.spark import reader
 from pulsar_spark.spark.reader import PulsarBatchReader
-from pulsar_spark.spark.stream_reader import PulsarStreamReader
-from pulsar_spark.spark.stream_writer import PulsarStreamWriter
+from pulsar_spark.spark.stream import reader as stream_reader
+from pulsar_spark.spark.stream.reader import PulsarStreamReader
+from pulsar_spark.spark.stream.writer import PulsarStreamWriter
 
 from .figures import figure
 from .spark import local_session

@@ -1,0 +1,1 @@
+"""The client's network: sockets, TLS, the connection handshake, frame dispatch, lookup."""

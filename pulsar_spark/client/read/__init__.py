@@ -1,0 +1,1 @@
+"""Reading: the partition reader, its consumer sessions, bounds, chunks, gaps, sinks, scans."""

@@ -1,0 +1,137 @@
+"""One-off operations on named durable subscriptions: move one, delete one.
+
+Readers use non-durable subscriptions that vanish with the consumer; what keeps
+data on the broker is a durable subscription (a stream's is held between
+triggers by :class:`~.last_ids.LastIds`). :func:`acknowledge_cumulative` moves a
+named durable subscription to a position and leaves; :func:`unsubscribe` deletes
+it. Both attach a consumer that asks for no messages (no FLOW)::
+
+    SUBSCRIBE (durable, Exclusive, initial position earliest)
+    ACK (Cumulative, ledger:entry)      no request id: brokers differ on ACK_RESPONSE
+    CLOSE_CONSUMER -> SUCCESS           the broker handles a connection's commands in
+                                        order, so the ack was taken before this answer
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from pulsar_spark.protocol import PulsarApi_pb2 as pb
+from pulsar_spark.protocol import commands
+from pulsar_spark.protocol.errors import PulsarError, ServerError
+from pulsar_spark.protocol.framing import Frame
+from pulsar_spark.protocol.ids.message_id import MessageId
+
+from ..errors import ClientError, OperationTimeout
+from ..names import TopicName
+from ..net.connection import Connection, Key, Kind
+from ..net.lookup import LookupService
+from ..retry import Backoff, may_retry
+from .consumer import attach_consumer
+
+__all__ = ["acknowledge_cumulative", "unsubscribe"]
+
+
+class _Ignore:
+    """Handler for a consumer that asked for nothing."""
+
+    def frame_received(self, frame: Frame) -> None:
+        pass
+
+    def connection_closed(self, error: PulsarError) -> None:
+        pass
+
+
+def _attached(
+    lookup: LookupService,
+    topic: TopicName,
+    subscription: str,
+    deadline: float,
+    *,
+    create_topic: bool = True,
+) -> tuple[Connection, Key]:
+    """A consumer on the durable ``subscription``, retried until ``deadline``
+    (``create_topic=False``: a missing topic raises TopicNotFound, not created)."""
+    if not subscription or subscription.startswith("reader-"):
+        msg = f"subscription name {subscription!r} is empty or looks like a reader's"
+        raise ClientError(msg)
+    backoff = Backoff()
+    while True:
+        conn = lookup.connection_for(topic)
+        try:
+            key = attach_consumer(
+                conn,
+                _Ignore(),
+                lambda request_id, consumer_id: commands.subscribe(
+                    request_id,
+                    consumer_id,
+                    topic=str(topic),
+                    subscription=subscription,
+                    durable=True,
+                    earliest=True,
+                    consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}",
+                    create_topic=create_topic,
+                ),
+            )
+        except PulsarError as exc:
+            # ConsumerBusy (a previous attachment still being closed) is retried too.
+            delay = backoff.next()
+            if not may_retry(exc) or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+        else:
+            return conn, key
+
+
+def _detach(conn: Connection, key: Key) -> None:
+    conn.remove_handler(key)
+    conn.request(commands.close_consumer(conn.new_id(Kind.REQUEST), key.ident))
+
+
+def acknowledge_cumulative(
+    lookup: LookupService,
+    topic: TopicName,
+    subscription: str,
+    message_id: MessageId,
+    *,
+    operation_timeout: float = 30.0,
+) -> None:
+    """Mark everything up to and including entry ``message_id`` consumed on the
+    durable ``subscription`` of ``topic`` (one partition), creating it if needed.
+
+    Only whole entries are acknowledged: the batch index is ignored, so pass the
+    last entry consumed entirely.
+    """
+    if message_id.is_earliest or message_id.is_latest or message_id.entry < 0:
+        msg = f"cannot acknowledge {message_id} on {topic}: not a message id"
+        raise ClientError(msg)
+    deadline = time.monotonic() + operation_timeout
+    conn, key = _attached(lookup, topic, subscription, deadline)
+    try:
+        conn.send_command(commands.ack_cumulative(key.ident, message_id))
+    finally:
+        try:
+            _detach(conn, key)
+        except OperationTimeout as exc:
+            msg = f"acknowledging {message_id} on {topic} ({subscription}): {exc}"
+            raise OperationTimeout(msg) from exc
+
+
+def unsubscribe(
+    lookup: LookupService, topic: TopicName, subscription: str, *, operation_timeout: float = 30.0
+) -> bool:
+    """Delete the durable ``subscription`` of ``topic`` (one partition); False when
+    the topic does not exist (it is not created for this)."""
+    deadline = time.monotonic() + operation_timeout
+    try:
+        conn, key = _attached(lookup, topic, subscription, deadline, create_topic=False)
+    except ServerError as exc:
+        if exc.code == pb.TopicNotFound:
+            return False
+        raise
+    try:
+        conn.request(commands.unsubscribe(conn.new_id(Kind.REQUEST), key.ident))
+    finally:
+        conn.remove_handler(key)
+    return True

@@ -1,0 +1,1 @@
+"""Writing: the producer, its broker session, outgoing batches, receipts and partition routing."""

@@ -1,0 +1,1 @@
+"""SingleMessageMetadata of many batch items at once, decoded with NumPy straight into columns."""

@@ -1,0 +1,1 @@
+"""Avro values: schemas and decoding plans (read), Arrow columns as Avro datums (write)."""

@@ -1,0 +1,1 @@
+"""JSON values: documents into Arrow columns (read), Arrow columns as JSON documents (write)."""

@@ -1,0 +1,1 @@
+"""Where messages are: message ids, their serialized form, and read positions."""

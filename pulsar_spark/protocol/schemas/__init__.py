@@ -1,0 +1,1 @@
+"""Pulsar schemas as values: schema types and :class:`SchemaInfo`."""

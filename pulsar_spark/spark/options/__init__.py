@@ -1,0 +1,1 @@
+"""The connector's options: the table of every option, their value parsers, the parsed options."""

@@ -1,0 +1,1 @@
+"""Streaming reads and writes: reader, admission, lag, loss, offsets, subscription, writer."""
