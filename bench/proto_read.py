@@ -40,7 +40,8 @@ from support.proto import ORDER_PROTO, compile_module
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.columnar.values.proto.decode import proto_plan
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 
 def make_orders(module: Any, count: int) -> list[bytes]:

@@ -46,7 +46,8 @@ from pulsar_spark.protocol import (
     pb,
     subcommand,
 )
-from pulsar_spark.protocol.crypto.decrypt import Decryptor, is_encrypted
+from pulsar_spark.protocol.crypto.decrypt import Decryptor
+from pulsar_spark.protocol.crypto.fields import is_encrypted
 from pulsar_spark.protocol.ids.message_id import to_signed64
 
 __all__ = ["dump_stream", "main"]

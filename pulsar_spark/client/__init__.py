@@ -5,6 +5,8 @@ readers (Arrow or ids only), producers, durable subscriptions.
 configuration it builds once and hands to every connection.
 """
 
+from pulsar_spark.client.read.bounds import parse_position
+
 from .auth import (
     Authentication,
     BasicAuthentication,
@@ -13,7 +15,7 @@ from .auth import (
     TlsAuthentication,
     TokenAuthentication,
 )
-from .client import PulsarClient, parse_position
+from .client import PulsarClient
 from .config import ClientConfig, TlsOptions
 from .errors import (
     ClientError,

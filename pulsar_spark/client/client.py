@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from pulsar_spark.client.crypto_keys import make_decryptor
+from pulsar_spark.client.read.time import message_id_at_time
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
@@ -28,7 +30,7 @@ from .read.bounds import BoundLike, end_bound, parse_position, publish_time_ms, 
 from .read.chunk_bounds import ChunkLossReport
 from .read.chunk_limits import ChunkLimits
 from .read.last_ids import LastIds
-from .read.reader import PartitionReader, make_decryptor, message_id_at_time
+from .read.reader import PartitionReader
 from .read.session import first_entry, last_message_id
 from .read.sinks import MessageRef
 from .read.subscription import acknowledge_cumulative, unsubscribe
@@ -39,7 +41,9 @@ if TYPE_CHECKING:  # loaded by create_producer: a read does not import the write
     from .write.producer import Producer
     from .write.routing import PartitionedProducer
 
-__all__ = ["MessageRef", "PulsarClient", "parse_position", "publish_time_ms"]
+__all__ = [
+    "PulsarClient",
+]
 
 _log = logging.getLogger(__name__)
 

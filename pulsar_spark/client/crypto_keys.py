@@ -32,13 +32,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pulsar_spark.protocol.crypto.decrypt import (
-    CryptoFailureAction,
-    Decryptor,
-    crypto_failure_action,
-)
+from pulsar_spark.protocol.crypto.decrypt import Decryptor
 from pulsar_spark.protocol.crypto.encrypt import Encryptor
 from pulsar_spark.protocol.crypto.errors import CryptoKeyError, DecryptionError
+from pulsar_spark.protocol.crypto.fields import CryptoFailureAction, crypto_failure_action
 from pulsar_spark.protocol.crypto.key_wrap import check_private_key, check_public_key
 
 if TYPE_CHECKING:  # cryptography is loaded where a key is (see protocol.key_wrap)

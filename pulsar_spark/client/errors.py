@@ -20,7 +20,7 @@ Broker errors keep the per-code classes of :mod:`pulsar_spark.protocol.errors`
 
 from __future__ import annotations
 
-from pulsar_spark.protocol.errors import ProtocolError, PulsarError, ServerError, server_error
+from pulsar_spark.protocol.errors import ProtocolError, PulsarError
 
 __all__ = [
     "ClientError",
@@ -30,10 +30,7 @@ __all__ = [
     "InvalidServiceUrl",
     "InvalidTopicName",
     "OperationTimeout",
-    "PulsarError",
-    "ServerError",
     "UnexpectedAnswer",
-    "server_error",
 ]
 
 

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 from . import PulsarApi_pb2 as pb
 from .batch import BatchItems, check_count, split_batch
 from .codecs import decompress
-from .entry_messages import Message, decode_key, messages, text
 from .errors import BatchDecodeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME_SIZE
 from .ids.message_id import MessageId
@@ -40,7 +39,11 @@ from .ids.message_id import MessageId
 if TYPE_CHECKING:
     from .crypto.decrypt import Decryptor
 
-__all__ = ["Entry", "Message", "open_entry", "select", "messages", "decode_key", "text"]
+__all__ = [
+    "Entry",
+    "open_entry",
+    "select",
+]
 
 
 @dataclass(slots=True)
@@ -157,7 +160,7 @@ def open_entry(
     items = None
     if len(metadata.encryption_keys) and (batched or len(payload) or not metadata.null_value):
         if decrypt is None:
-            from .crypto.decrypt import missing_key_error
+            from pulsar_spark.protocol.crypto.fields import missing_key_error
 
             raise missing_key_error(metadata, message_id=where)
         opened = decrypt.open(metadata, payload, message_id=where)

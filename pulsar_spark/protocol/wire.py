@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from .errors import WireError
 
-__all__ = ["WireError", "encode_varint", "fields", "read_varint"]
+__all__ = ["encode_varint", "fields", "read_varint"]
 
 _FIXED = {1: 8, 5: 4}
 

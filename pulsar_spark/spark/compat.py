@@ -11,7 +11,7 @@ import re
 
 from .errors import SparkVersionError
 
-__all__ = ["MINIMUM_SPARK", "SparkVersionError", "require_spark", "spark_version"]
+__all__ = ["MINIMUM_SPARK", "require_spark", "spark_version"]
 
 MINIMUM_SPARK = (4, 0)
 

@@ -24,9 +24,10 @@ from pulsar_spark.client import (
 from pulsar_spark.client.auth import NoAuthentication
 from pulsar_spark.client.errors import ClientError
 from pulsar_spark.client.net.keystores import KeyStoreError, TlsFiles, load_store
+from pulsar_spark.spark.options.auth import AuthSpec
 
 from .errors import PulsarOptionError
-from .options.parse import AuthSpec, PulsarOptions
+from .options.parse import PulsarOptions
 from .worker_clients import in_task, lend
 
 __all__ = ["KeyStoreClient", "authentication", "open_client"]

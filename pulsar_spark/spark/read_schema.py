@@ -34,7 +34,8 @@ from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.schemas import VersionedSchema
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.columnar.values.errors import SchemaError
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType, split_key_value
+from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .errors import TopicSchemaError
 from .options.parse import PulsarOptions

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 __all__ = ["describe_change"]
 

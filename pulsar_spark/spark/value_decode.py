@@ -41,12 +41,8 @@ from pulsar_spark.columnar.values.errors import (
     SchemaError,
     SchemaResolutionError,
 )
-from pulsar_spark.protocol.schemas.info import (
-    KeyValueEncoding,
-    SchemaInfo,
-    SchemaType,
-    split_key_value,
-)
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, split_key_value
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .errors import SchemaChangedError
 from .key_value_split import split_inline

@@ -49,7 +49,8 @@ from pulsar_spark.columnar.values.encode import (
 from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
 from pulsar_spark.columnar.values.errors import SchemaError
 from pulsar_spark.columnar.values.proto.encode import native_writer_schema
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType, split_key_value
+from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .errors import PulsarWriteError
 from .options.parse import PulsarOptions

@@ -48,7 +48,6 @@ __all__ = [
     "ACCEPTED_COLUMNS",
     "PulsarArrowWriter",
     "PulsarCommitMessage",
-    "PulsarWriteError",
     "check_columns",
     "plan_topic_writes",
 ]

@@ -18,10 +18,12 @@ import pytest
 
 from pulsar_spark.client import PartitionReader, PulsarClient
 from pulsar_spark.client.names import parse_topic
-from pulsar_spark.client.net.connection import Connection, Kind
+from pulsar_spark.client.net.connection import Connection
+from pulsar_spark.client.net.dispatch import Kind
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import commands, pb
-from pulsar_spark.protocol.entry import messages, open_entry
+from pulsar_spark.protocol.entry import open_entry
+from pulsar_spark.protocol.entry_messages import messages
 from pulsar_spark.protocol.framing import Frame, encode_command
 from tests.support.admin import AdminError
 from tests.support.official import official_client, produce, read_all

@@ -21,8 +21,8 @@ from pulsar_spark.client import (
     TlsAuthentication,
     TokenAuthentication,
 )
-from pulsar_spark.client.errors import PulsarError
 from pulsar_spark.columnar import ROW_SCHEMA
+from pulsar_spark.protocol.errors import PulsarError
 from tests.support.official import official_client, produce, read_all
 
 

@@ -28,7 +28,8 @@ from pulsar_spark.client import (
 from pulsar_spark.client.auth import Authentication
 from pulsar_spark.client.config import ClientConfig
 from pulsar_spark.client.errors import UnexpectedAnswer
-from pulsar_spark.client.net.connection import Connection, Kind
+from pulsar_spark.client.net.connection import Connection
+from pulsar_spark.client.net.dispatch import Kind
 from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.errors import ProtocolError, PulsarError, ServerError, server_error
 from pulsar_spark.protocol.framing import FrameDecoder, encode_command

@@ -17,8 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsar_spark.client import ClientError, PulsarClient
-from pulsar_spark.client.write.partition_hash import java_string_hashes, row_partitions
-from pulsar_spark.client.write.routing import PartitionedProducer, java_string_hash
+from pulsar_spark.client.write.partition_hash import (
+    java_string_hash,
+    java_string_hashes,
+    row_partitions,
+)
+from pulsar_spark.client.write.routing import PartitionedProducer
 from pulsar_spark.columnar.rows.encode import partition_key_text
 from tests.client.conftest import PARTITIONS
 from tests.support.java_client import java_produce

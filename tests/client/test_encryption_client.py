@@ -12,13 +12,13 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.crypto_keys import CryptoStats
-from pulsar_spark.protocol.crypto.decrypt import ENCRYPTED_PROPERTIES
 from pulsar_spark.protocol.crypto.errors import (
     CiphertextError,
     DataKeyError,
     DecryptionError,
     MissingPrivateKey,
 )
+from pulsar_spark.protocol.crypto.fields import ENCRYPTED_PROPERTIES
 from tests.support.keys import KeyPair
 from tests.support.official import produce
 

@@ -15,7 +15,8 @@ import pyarrow as pa
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.columnar import decode_primitive
 from pulsar_spark.columnar.values.primitive.encode import encode_primitive
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.java_client import (
     LOCAL_TIME_NANOS,
     PRIMITIVE_EDGES,

@@ -18,7 +18,7 @@ import pyarrow as pa
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.columnar.values.json.decode import JsonPlan
 from pulsar_spark.columnar.values.json.encode import JsonEncoder
-from pulsar_spark.protocol.schemas.info import SchemaType
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.java_client import java_consume, java_produce
 
 UTC = dt.timezone.utc

@@ -18,7 +18,8 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 
 from pulsar_spark.client.net.keystores import KeyStoreError, TlsFiles, load_store
 from pulsar_spark.spark.connect import KeyStoreClient, open_client
-from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+from pulsar_spark.spark.errors import PulsarOptionError
+from pulsar_spark.spark.options.parse import parse_options
 from tests.support.apache_tls import SecureSettings, generate_secure_settings
 
 TRUST_PASSWORD, KEY_PASSWORD = "trust-pw-1", "key-pw-2"

@@ -13,12 +13,8 @@ from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.write.outgoing import seal
 from pulsar_spark.columnar.rows.encode import Rows, separated_keys_field
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
-from pulsar_spark.protocol.schemas.info import (
-    KeyValueEncoding,
-    SchemaInfo,
-    SchemaType,
-    key_value_schema,
-)
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.admin import batch_items, examine_message
 from tests.support.java_client import java_consume, key_value
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from pulsar_spark.client import ClientError, PulsarClient
-from pulsar_spark.client.write.routing import java_string_hash
+from pulsar_spark.client.write.partition_hash import java_string_hash
 from tests.support.official import CODECS, read_all
 
 

@@ -13,7 +13,8 @@ from pulsar_spark.client import PulsarClient
 from pulsar_spark.columnar.values.arrow_types import arrow_type
 from pulsar_spark.columnar.values.errors import UnmappableSchema
 from pulsar_spark.columnar.values.proto.decode import proto_plan
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.official import official_client
 from tests.support.proto import ORDER_PROTO, compile_module, order_row, orders
 

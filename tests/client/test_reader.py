@@ -18,7 +18,8 @@ from pulsar_spark.client import (
     OperationTimeout,
     PulsarClient,
 )
-from pulsar_spark.client.net.connection import Connection, Kind
+from pulsar_spark.client.net.connection import Connection
+from pulsar_spark.client.net.dispatch import Kind
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position, commands, pb
 from tests.support.official import CODECS, produce

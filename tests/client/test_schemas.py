@@ -20,10 +20,10 @@ from pulsar_spark.protocol.errors import IncompatibleSchemaError, TopicNotFoundE
 from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
-    SchemaType,
     key_value_schema,
     split_key_value,
 )
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.apache_dist import KV_VALUE, java_produce_key_value
 from tests.support.official import official_client
 

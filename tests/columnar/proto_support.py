@@ -20,7 +20,8 @@ from google.protobuf import (
 from hypothesis import strategies as st
 
 from pulsar_spark.columnar.values.proto.schema import ProtoField, ProtoMessage
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 FD = descriptor_pb2.FieldDescriptorProto
 SCALARS = [

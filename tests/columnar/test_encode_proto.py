@@ -22,7 +22,8 @@ from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
 from pulsar_spark.columnar.values.errors import UnmappableSchema
 from pulsar_spark.columnar.values.proto.decode import proto_plan
 from pulsar_spark.columnar.values.proto.encode import ProtoEncoder, native_writer_schema
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 _SLOW = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -27,10 +27,10 @@ from pulsar_spark.columnar.values.key_value import inline_payloads, separated_ke
 from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
-    SchemaType,
     key_value_schema,
     split_key_value,
 )
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 _RECORD = pa.struct([pa.field("id", pa.int64(), False), pa.field("name", pa.string())])
 

@@ -23,7 +23,7 @@ from pulsar.schema import BytesSchema, StringSchema
 from pulsar_spark.columnar.values.arrow_types import PRIMITIVE_TYPES
 from pulsar_spark.columnar.values.errors import SchemaDecodeError, UnmappableSchema
 from pulsar_spark.columnar.values.primitive.decode import decode_primitive, decode_primitive_collect
-from pulsar_spark.protocol.schemas.info import SchemaType as T
+from pulsar_spark.protocol.schemas.types import SchemaType as T
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)

@@ -11,7 +11,7 @@ import pytest
 
 from pulsar_spark.columnar import decode_primitive, decode_primitive_collect
 from pulsar_spark.columnar.values.errors import SchemaDecodeError
-from pulsar_spark.protocol.schemas.info import SchemaType as T
+from pulsar_spark.protocol.schemas.types import SchemaType as T
 
 INT64 = (-(2**63), 2**63 - 1)
 MAX_MS = (2**63 - 1) // 1000  # the last millisecond whose microseconds fit an int64

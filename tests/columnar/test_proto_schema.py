@@ -15,7 +15,8 @@ from proto_support import build
 from pulsar_spark.columnar.values.arrow_types import arrow_type
 from pulsar_spark.columnar.values.errors import SchemaResolutionError, UnmappableSchema
 from pulsar_spark.columnar.values.proto.decode import proto_plan, proto_resolve
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 FD = descriptor_pb2.FieldDescriptorProto
 

@@ -18,12 +18,8 @@ from pulsar_spark.columnar.values.arrow_types import (
 )
 from pulsar_spark.columnar.values.avro.schema import parse_avro
 from pulsar_spark.columnar.values.errors import UnmappableSchema
-from pulsar_spark.protocol.schemas.info import (
-    KeyValueEncoding,
-    SchemaInfo,
-    SchemaType,
-    key_value_schema,
-)
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 T = SchemaType
 

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 from pulsar_spark.columnar.gather import gather_binary, gather_string, map_array
 from pulsar_spark.columnar.rows.smm import walk as smm_walk
-from pulsar_spark.columnar.rows.smm.columns import SmmColumns, decode_smm_columns
+from pulsar_spark.columnar.rows.smm.columns import decode_smm_columns
 from pulsar_spark.columnar.rows.smm.layout import same_layout
+from pulsar_spark.columnar.rows.smm.schema import SmmColumns
 from pulsar_spark.protocol import FrameDecoder, open_entry, pb
 from pulsar_spark.protocol.errors import BatchDecodeError
 

@@ -21,7 +21,7 @@ from pulsar_spark.protocol import (
     decompress,
     pb,
 )
-from pulsar_spark.protocol.framing.encode import crc32c  # the implementation the framing uses
+from pulsar_spark.protocol.framing.checksum import crc32c
 
 CODECS = {"NONE": pb.NONE, "LZ4": pb.LZ4, "ZLIB": pb.ZLIB, "ZSTD": pb.ZSTD, "SNAPPY": pb.SNAPPY}
 COMPRESSING = {name: value for name, value in CODECS.items() if value != pb.NONE}

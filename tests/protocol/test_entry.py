@@ -22,7 +22,7 @@ from pulsar_spark.protocol import (
     open_entry,
     pb,
 )
-from pulsar_spark.protocol.entry import decode_key, text
+from pulsar_spark.protocol.entry_messages import decode_key, text
 
 TOPIC = "persistent://public/default/t"
 

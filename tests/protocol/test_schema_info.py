@@ -14,15 +14,14 @@ from hypothesis import strategies as st
 from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.schemas.info import (
-    InvalidSchema,
     KeyValueEncoding,
     SchemaInfo,
-    SchemaType,
     key_value_schema,
     split_key_value,
     version_from_bytes,
     version_to_bytes,
 )
+from pulsar_spark.protocol.schemas.types import InvalidSchema, SchemaType
 
 T = pb.BaseCommand
 #: Types that go on the wire as proto None (client-side only in Java).

@@ -8,12 +8,13 @@ import logging
 import pytest
 
 from pulsar_spark.spark.connect import open_client
+from pulsar_spark.spark.errors import PulsarOptionError
 from pulsar_spark.spark.options import migration
 from pulsar_spark.spark.options.keystore import STORE_OPTIONS
 from pulsar_spark.spark.options.migration import FOREIGN, Foreign, Kind
-from pulsar_spark.spark.options.parse import PulsarOptionError, Scope, parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.options.passthrough import JAVA_FIELDS
-from pulsar_spark.spark.options.table import by_spelling
+from pulsar_spark.spark.options.table import Scope, by_spelling
 
 URL = "pulsar://localhost:6650"
 _SELECTORS = {"topic", "topics", "topicsPattern"}

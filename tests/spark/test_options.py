@@ -9,17 +9,12 @@ import pytest
 from pulsar_spark.protocol import PulsarError
 from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.spark import errors
-from pulsar_spark.spark.compat import SparkVersionError, require_spark, spark_version
+from pulsar_spark.spark.compat import require_spark, spark_version
 from pulsar_spark.spark.connect import authentication
-from pulsar_spark.spark.options.parse import (
-    OPTIONS,
-    OffsetSpec,
-    PulsarOptionError,
-    PulsarOptions,
-    Scope,
-    parse_options,
-    pattern_parts,
-)
+from pulsar_spark.spark.errors import PulsarOptionError, SparkVersionError
+from pulsar_spark.spark.options.parse import PulsarOptions, parse_options
+from pulsar_spark.spark.options.table import OPTIONS, Scope
+from pulsar_spark.spark.options.values import OffsetSpec, pattern_parts
 
 URL = "pulsar://localhost:6650"
 T = "persistent://public/default/t"
@@ -267,7 +262,7 @@ def test_bad_options_through_spark_name_the_option(spark, pulsar_lite) -> None:
 def test_the_readme_options_table_is_the_generated_one() -> None:
     from pathlib import Path
 
-    from pulsar_spark.spark.options.parse import markdown_table
+    from pulsar_spark.spark.options.table import markdown_table
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     start, end = "<!-- options -->\n", "\n<!-- /options -->"

@@ -8,7 +8,8 @@ import pytest
 
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position
-from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+from pulsar_spark.spark.errors import PulsarOptionError
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.ranges import PartitionRange, plan_ranges, resolve_topics
 from pulsar_spark.spark.read_schema import ReadSchema
 from pulsar_spark.spark.spark_types import spark_schema

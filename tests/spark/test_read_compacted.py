@@ -12,7 +12,8 @@ import pytest
 
 from pulsar_spark.spark.compat import spark_version
 from pulsar_spark.spark.connect import open_client
-from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+from pulsar_spark.spark.errors import PulsarOptionError
+from pulsar_spark.spark.options.parse import parse_options
 from tests.client.test_compacted_reads import compact
 from tests.support.official import produce
 from tests.support.spark import available_now_values

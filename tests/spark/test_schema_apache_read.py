@@ -18,7 +18,8 @@ import pytest
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 from pulsar_spark.spark import SPARK_SCHEMA
 from tests.support.apache_dist import java_produce_key_value
 from tests.support.official import official_client, produce

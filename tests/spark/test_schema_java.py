@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schemas.info import SchemaType
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.java_client import (
     PRIMITIVE_EDGES,
     TEXTS,

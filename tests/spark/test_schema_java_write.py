@@ -23,12 +23,8 @@ import pytest
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schemas.info import (
-    KeyValueEncoding,
-    SchemaInfo,
-    SchemaType,
-    split_key_value,
-)
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, split_key_value
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.java_client import (
     avro,
     from_java,

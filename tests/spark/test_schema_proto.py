@@ -18,12 +18,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schemas.info import (
-    KeyValueEncoding,
-    SchemaInfo,
-    SchemaType,
-    key_value_schema,
-)
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.proto import (
     ORDER_PROTO,
     compile_module,
@@ -273,7 +269,8 @@ def test_a_version_whose_field_changed_type_says_what_changed(tmp_path) -> None:
 def test_the_protobuf_schema_option_and_planning_with_it(tmp_path) -> None:
     import base64
 
-    from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+    from pulsar_spark.spark.errors import PulsarOptionError
+    from pulsar_spark.spark.options.parse import parse_options
     from pulsar_spark.spark.options.schema import protobuf_schema
     from pulsar_spark.spark.read_schema import plan_read_schema
 

@@ -15,7 +15,7 @@ from google.protobuf.json_format import MessageToDict
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schemas.info import SchemaType
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.java_client import java_consume_many, java_produce_protobuf_native
 from tests.support.official import official_client
 from tests.support.proto import ORDER_PROTO, compile_module, orders, produce_native

@@ -18,16 +18,17 @@ from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.columnar.rows.schema_version import entry_schema_version, schema_version_column
 from pulsar_spark.columnar.values.errors import SchemaDecodeError
 from pulsar_spark.protocol import pb
-from pulsar_spark.protocol.schemas.info import (
-    KeyValueEncoding,
-    SchemaInfo,
-    SchemaType,
-    key_value_schema,
-)
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema
+from pulsar_spark.protocol.schemas.types import SchemaType
 from pulsar_spark.spark.ddl import DdlError, parse_ddl
-from pulsar_spark.spark.errors import PulsarWriteError, SchemaChangedError, TopicSchemaError
+from pulsar_spark.spark.errors import (
+    PulsarOptionError,
+    PulsarWriteError,
+    SchemaChangedError,
+    TopicSchemaError,
+)
 from pulsar_spark.spark.key_value_split import split_inline
-from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.read_schema import plan_read_schema, row_schema
 from pulsar_spark.spark.schema_change import describe_change
 from pulsar_spark.spark.value_decode import ValueDecoder

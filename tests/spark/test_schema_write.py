@@ -12,7 +12,8 @@ import pytest
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaType, split_key_value
+from pulsar_spark.protocol.schemas.info import KeyValueEncoding, split_key_value
+from pulsar_spark.protocol.schemas.types import SchemaType
 from tests.support.official import official_client
 
 ORDERS = T.StructType(

@@ -17,8 +17,8 @@ from pulsar_spark.client.read.sized_scan import SizedRef
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.spark import compat
-from pulsar_spark.spark.errors import SparkVersionError
-from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+from pulsar_spark.spark.errors import PulsarOptionError, SparkVersionError
+from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.options.trigger import duration_ms
 from pulsar_spark.spark.stream.admission import MinimumGate, TriggerLimits, admit
 from pulsar_spark.spark.stream.lag import Backlog, lag_report

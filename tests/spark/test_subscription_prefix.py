@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from pulsar_spark.spark.connect import open_client
-from pulsar_spark.spark.options.parse import PulsarOptionError, parse_options
+from pulsar_spark.spark.errors import PulsarOptionError
+from pulsar_spark.spark.options.parse import parse_options
 from tests.support.official import produce
 from tests.support.spark import assert_same_rows, available_now_values
 

@@ -18,7 +18,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from pulsar_spark.client.net.connection import Connection, Kind
+from pulsar_spark.client.net.connection import Connection
+from pulsar_spark.client.net.dispatch import Kind
 from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.framing import Frame, encode_payload_command
 

@@ -30,23 +30,17 @@ from pulsar_spark.protocol.framing import (
     subcommand,
 )
 
-from ..config import ClientConfig, TlsOptions
+from ..config import ClientConfig
 from ..errors import ConnectionClosed
 from ..names import ServiceUrl
 from .capabilities import Capabilities
 from .dispatch import Handler, Key, Kind, route
-from .handshake import CLIENT_VERSION, PROTOCOL_VERSION, auth_response, handshake
+from .handshake import auth_response, handshake
 from .transport import Transport
 from .waiter import Waiter
 
 __all__ = [
-    "CLIENT_VERSION",
     "Connection",
-    "Handler",
-    "Key",
-    "Kind",
-    "PROTOCOL_VERSION",
-    "TlsOptions",
 ]
 
 log = logging.getLogger(__name__)

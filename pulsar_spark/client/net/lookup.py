@@ -18,13 +18,14 @@ import itertools
 import threading
 from dataclasses import dataclass
 
+from pulsar_spark.client.net.dispatch import Kind
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import server_error
 
 from ..config import ClientConfig
 from ..errors import ClientError, ConnectError, OperationTimeout
 from ..names import TopicName, parse_service_url
-from .connection import Connection, Kind
+from .connection import Connection
 
 __all__ = ["BrokerAddress", "ConnectionPool", "LookupService", "MAX_REDIRECTS"]
 

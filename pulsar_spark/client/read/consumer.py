@@ -15,6 +15,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
+from pulsar_spark.client.net.dispatch import Handler, Key, Kind
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -23,7 +24,7 @@ from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 
 from ..names import TopicName
-from ..net.connection import Connection, Handler, Key, Kind
+from ..net.connection import Connection
 from ..net.lookup import LookupService
 from ..schemas import with_schema_context
 

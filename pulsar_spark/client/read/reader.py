@@ -46,7 +46,6 @@ from pulsar_spark.protocol.framing import Frame
 from pulsar_spark.protocol.ids.message_id import MessageId, to_signed64
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 
-from ..crypto_keys import make_decryptor
 from ..errors import OperationTimeout
 from ..names import TopicName
 from ..net.lookup import LookupService
@@ -63,7 +62,9 @@ from .time import message_id_at_time
 if TYPE_CHECKING:
     from pulsar_spark.protocol.crypto.decrypt import Decryptor
 
-__all__ = ["PartitionReader", "make_decryptor", "message_id_at_time"]
+__all__ = [
+    "PartitionReader",
+]
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand

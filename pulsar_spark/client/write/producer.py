@@ -36,12 +36,15 @@ from ..crypto_keys import KeySpec, producer_encryptor
 from ..errors import ClientError, InvalidArgument, OperationTimeout
 from ..names import TopicName
 from ..net.lookup import LookupService
-from .columnar_send import encoded_rows, explicit_ids, send_columnar, send_rows
+from .columnar_send import explicit_ids, send_columnar, send_rows
 from .outgoing import OpenBatch, item_bytes, seal
 from .receipt_watch import ReceiptWatch, warn_overdue
 from .session import ProducerSession
 
-__all__ = ["DEFAULT_MAX_PENDING_BYTES", "Producer", "encoded_rows"]
+__all__ = [
+    "DEFAULT_MAX_PENDING_BYTES",
+    "Producer",
+]
 
 #: The byte window of a producer: 32 MiB (six 5 MB messages), as the Java client's
 #: 64 MiB ``memoryLimitBytes`` is for all producers of a client.

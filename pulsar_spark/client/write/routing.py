@@ -16,15 +16,18 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from pulsar_spark.client.write.columnar_send import encoded_rows
 from pulsar_spark.columnar.rows.encode import InvalidRows, partition_key_text
 from pulsar_spark.columnar.rows.send_items import _column, _event_times, _properties, columnar_rows
 
 from ..errors import InvalidArgument
 from .columnar_send import explicit_ids
 from .partition_hash import java_string_hash, row_partitions
-from .producer import Producer, encoded_rows
+from .producer import Producer
 
-__all__ = ["PartitionedProducer", "java_string_hash"]
+__all__ = [
+    "PartitionedProducer",
+]
 
 
 class PartitionedProducer:

@@ -43,6 +43,7 @@ import threading
 import time
 from collections import OrderedDict
 
+from pulsar_spark.client.net.dispatch import Key, Kind
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError, server_error
@@ -51,7 +52,7 @@ from pulsar_spark.protocol.schemas.info import SchemaInfo, version_from_bytes
 
 from ..errors import ClientError, ConnectionClosed, OperationTimeout
 from ..names import TopicName
-from ..net.connection import Connection, Key, Kind
+from ..net.connection import Connection
 from ..net.dispatch import route
 from ..net.lookup import LookupService
 from ..retry import Action, Backoff, classify, may_retry

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pulsar_spark.protocol.batch import split_batch
-from pulsar_spark.protocol.entry import Entry, text
+from pulsar_spark.protocol.entry import Entry
+from pulsar_spark.protocol.entry_messages import text
 from pulsar_spark.protocol.errors import ProtocolError
 from pulsar_spark.protocol.ids.message_id import to_signed64
 from pulsar_spark.protocol.topics import base_topic

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pulsar_spark.protocol.entry import decode_key, text
+from pulsar_spark.columnar.rows.smm.schema import SmmColumns
+from pulsar_spark.protocol.entry_messages import decode_key, text
 from pulsar_spark.protocol.errors import CorruptMessage, ProtocolError
 
 from ..arrays import Ints, Mask, UInt64s
 from ..gather import gather_binary, map_array
 from .schema import TIMESTAMP
-from .smm.columns import SmmColumns
 
 __all__ = [
     "broker_index_column",

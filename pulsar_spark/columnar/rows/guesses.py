@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from pulsar_spark.columnar.rows.smm.schema import SmmColumns
 from pulsar_spark.protocol.errors import ProtocolError
 
 from ..arrays import Bytes, Ints, Mask
-from .smm.columns import SmmColumns, decode_smm_columns
+from .smm.columns import decode_smm_columns
 
 __all__ = ["Relocate", "check_guesses", "place"]
 

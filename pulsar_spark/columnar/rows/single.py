@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 
 from pulsar_spark.protocol.entry import Entry
-from pulsar_spark.protocol.errors import CorruptMessage
-from pulsar_spark.protocol.wire import WireError, encode_varint, fields
+from pulsar_spark.protocol.errors import CorruptMessage, WireError
+from pulsar_spark.protocol.wire import encode_varint, fields
 
 __all__ = ["as_batch_of_one"]
 

@@ -52,7 +52,8 @@ from typing import Literal
 
 import pyarrow as pa
 
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType, split_key_value
+from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .avro.schema import AvroType, Enum, Fixed, Primitive, Record, non_null, parse_avro
 from .errors import UnmappableSchema

@@ -26,10 +26,10 @@ import pyarrow as pa
 from pulsar_spark.protocol.schemas.info import (
     KeyValueEncoding,
     SchemaInfo,
-    SchemaType,
     key_value_schema,
     split_key_value,
 )
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .arrow_types import primitive_schema_type
 from .avro.encode import AvroEncoder, Values, avro_schema_json, value_array

@@ -42,18 +42,12 @@ from .errors import (
     MissingPrivateKey,
 )
 from .fields import (
-    CRYPTO_FAILURE_ACTIONS,
     DEFAULT_KEY_HINT,
-    ENCRYPTED_PROPERTIES,
     CryptoFailureAction,
     EncryptionInfo,
-    WrappedKey,
     crypto_failure_action,
     encryption_info,
-    is_encrypted,
     key_names,
-    missing_key_error,
-    open_chunk,
     still_encrypted,
     text,
 )
@@ -65,19 +59,8 @@ if TYPE_CHECKING:  # cryptography is loaded where a message is decrypted
     from .key_wrap import PrivateKey
 
 __all__ = [
-    "CRYPTO_FAILURE_ACTIONS",
-    "ENCRYPTED_PROPERTIES",
-    "CryptoFailureAction",
     "Decrypted",
     "Decryptor",
-    "EncryptionInfo",
-    "WrappedKey",
-    "crypto_failure_action",
-    "encryption_info",
-    "is_encrypted",
-    "missing_key_error",
-    "open_chunk",
-    "still_encrypted",
 ]
 
 _V = TypeVar("_V")

@@ -31,11 +31,9 @@ from .. import PulsarApi_pb2 as pb
 from .types import JAVA_NAMES, InvalidSchema, SchemaType
 
 __all__ = [
-    "InvalidSchema",
     "KeyValueEncoding",
     "KeyValueSchemas",
     "SchemaInfo",
-    "SchemaType",
     "key_value_schema",
     "split_key_value",
     "version_from_bytes",

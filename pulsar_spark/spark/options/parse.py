@@ -28,21 +28,12 @@ from . import migration, passthrough
 from .auth import AuthSpec, auth_spec
 from .crypto import KeySource
 from .keystore import Secret, check_key_store_options
-from .table import OPTIONS, Option, Scope, by_spelling, markdown_table, spellings
-from .values import OffsetSpec, parse_time, pattern_parts
+from .table import OPTIONS, Option, Scope, by_spelling, spellings
+from .values import OffsetSpec
 
 __all__ = [
-    "OPTIONS",
-    "AuthSpec",
-    "OffsetSpec",
-    "Option",
-    "PulsarOptionError",
     "PulsarOptions",
-    "Scope",
-    "markdown_table",
     "parse_options",
-    "parse_time",
-    "pattern_parts",
 ]
 
 #: Options Spark itself puts in a source's or sink's option map (lower case, as Spark's

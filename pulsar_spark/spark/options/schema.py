@@ -142,7 +142,7 @@ def protobuf_schema(name: str, value: str) -> SchemaInfo:
         if not isinstance(parsed.get(key), str):
             raise PulsarOptionError(name, f"has no {key} (a string)")
     parsed.setdefault("rootFileDescriptorName", "")
-    from pulsar_spark.protocol.schemas.info import SchemaType
+    from pulsar_spark.protocol.schemas.types import SchemaType
 
     data = json.dumps(parsed, separators=(",", ":")).encode()
     return _checked(name, SchemaInfo(SchemaType.PROTOBUF_NATIVE, "", data))

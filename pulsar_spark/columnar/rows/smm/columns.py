@@ -67,7 +67,7 @@ from .layout import same_layout
 from .schema import PROPS_TAG, SMM_SLOTS, Slot, SmmColumns
 from .walk import key_values, walk_fields
 
-__all__ = ["SmmColumns", "decode_smm_columns"]
+__all__ = ["decode_smm_columns"]
 
 
 def decode_smm_columns(

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from pulsar_spark.protocol.schemas.info import SchemaType
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from ...arrays import Bytes, Int64s, Mask
 from ..arrow_types import PRIMITIVE_TYPES

@@ -23,7 +23,8 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from ..avro.decode import datum_lanes
 from ..avro.lanes import Failures, collected, expand

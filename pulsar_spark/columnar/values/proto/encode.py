@@ -29,7 +29,8 @@ import json
 
 import pyarrow as pa
 
-from pulsar_spark.protocol.schemas.info import SchemaInfo, SchemaType
+from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.schemas.types import SchemaType
 
 from ..avro.encode import Values, encode_rows, value_array
 from ..encode_errors import Misfit, SchemaMismatch
