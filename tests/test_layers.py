@@ -173,3 +173,28 @@ def test_every_module_says_what_it_holds() -> None:
         if not doc or not doc.splitlines()[0].strip():
             problems.append(f"{path.relative_to(PACKAGE)}: no first docstring line")
     assert problems == []
+
+
+def test_every_exception_class_is_a_pulsar_error() -> None:
+    """One error hierarchy: a caller catching ``PulsarError`` catches everything the package
+    raises of its own, and each class says whether it is retriable."""
+    code = (
+        "import importlib, inspect, pathlib, sys\n"
+        "import pulsar_spark\n"
+        "from pulsar_spark.protocol.errors import PulsarError\n"
+        "root = pathlib.Path(pulsar_spark.__file__).parent\n"
+        "wrong = []\n"
+        "for path in sorted(root.rglob('*.py')):\n"
+        "    parts = list(path.relative_to(root.parent).with_suffix('').parts)\n"
+        "    if parts[-1] == '__init__':\n"
+        "        parts.pop()\n"
+        "    module = importlib.import_module('.'.join(parts))\n"
+        "    for name, value in vars(module).items():\n"
+        "        if (inspect.isclass(value) and issubclass(value, BaseException)\n"
+        "                and value.__module__ == module.__name__\n"
+        "                and not issubclass(value, PulsarError)):\n"
+        "            wrong.append(f'{module.__name__}.{name}')\n"
+        "print(sorted(wrong))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -5,8 +5,6 @@ readers (Arrow or ids only), producers, durable subscriptions.
 configuration it builds once and hands to every connection.
 """
 
-from pulsar_spark.client.read.bounds import parse_position
-
 from .auth import (
     Authentication,
     BasicAuthentication,
@@ -30,9 +28,13 @@ from .names import ServiceUrl, TopicName, parse_service_url, parse_topic
 from .net.connection import Connection
 from .net.lookup import BrokerAddress, ConnectionPool, LookupService
 from .net.transport import CertificateRefused, TlsMismatch
+from .read.bounds import parse_position
+from .read.last_ids import LastIds, PartitionEnd
 from .read.reader import PartitionReader
 from .read.sinks import MessageRef
+from .read.sized_scan import SizedRef
 from .retry import Action, Backoff, classify
+from .schemas import VersionedSchema
 
 __all__ = [
     "Authentication",
@@ -45,6 +47,10 @@ __all__ = [
     "parse_position",
     "PartitionReader",
     "MessageRef",
+    "SizedRef",
+    "LastIds",
+    "PartitionEnd",
+    "VersionedSchema",
     "BrokerAddress",
     "ConnectionPool",
     "LookupService",

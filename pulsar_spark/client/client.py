@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from pulsar_spark.client.crypto_keys import make_decryptor
-from pulsar_spark.client.read.time import message_id_at_time
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
@@ -27,12 +26,13 @@ from .errors import ClientError
 from .names import TopicName, parse_service_url, parse_topic
 from .net.lookup import ConnectionPool, LookupService
 from .read.bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
-from .read.chunk_bounds import ChunkLossReport
+from .read.chunk_bounds import ChunkLossReport, skip_incomplete
 from .read.chunk_limits import ChunkLimits
 from .read.last_ids import LastIds
 from .read.reader import PartitionReader
 from .read.session import first_entry, last_message_id
 from .read.sinks import MessageRef
+from .read.sized_scan import SizedRef
 from .read.subscription import acknowledge_cumulative, unsubscribe
 from .retry import Action, Backoff, classify
 from .schemas import SchemaRegistry, VersionedSchema
@@ -107,6 +107,24 @@ class PulsarClient:
     def close(self) -> None:
         self._pool.close()
 
+    # -- connections and caches, for whoever keeps clients for reuse ---------------
+
+    def holds_nothing(self) -> bool:
+        """Whether no consumer or producer is registered on this client's open
+        connections: nothing its last user opened is left on it."""
+        return self._pool.holds_nothing()
+
+    def settle(self, wait: float) -> None:
+        """Let the reader threads of this client's connections take what has already
+        arrived (the close of a connection a broker restart ended) before it is used
+        again, for ``wait`` seconds at most."""
+        self._pool.settle(wait)
+
+    def forget_schemas(self) -> None:
+        """Empty the schema cache (a topic deleted and created again numbers its
+        schema versions anew)."""
+        self._schemas.clear()
+
     # -- discovery ---------------------------------------------------------------
 
     def get_partitions(self, topic: str) -> list[str]:
@@ -156,7 +174,7 @@ class PulsarClient:
                 msg = f"publish_time={publish_time}: expected a time, not a message position"
                 raise ClientError(msg)
             publish_time = publish_time.time_ms
-        return message_id_at_time(
+        return PartitionReader.message_id_at_time(
             self._lookup, name, publish_time, operation_timeout=self.operation_timeout
         )
 
@@ -410,9 +428,50 @@ class PulsarClient:
         Raises:
             ClientError: a partitioned topic, or a malformed bound.
         """
-        from .read.sized_scan import scan_reader
+        return self._scan_reader(topic, start, end, limit, receiver_queue_size).ids(limit)
 
-        return scan_reader(self, topic, start, end, limit, receiver_queue_size).ids(limit)
+    def scan_sizes(
+        self,
+        topic: str,
+        start: BoundLike = "earliest",
+        end: BoundLike = "latest",
+        limit: int | None = None,
+        receiver_queue_size: int | None = None,
+    ) -> Generator[SizedRef, None, None]:
+        """:meth:`scan_ids`, each message with the size in bytes of its payload as the
+        ``value`` column holds it, decompressed (:mod:`~.read.sized_scan`): what a byte
+        budget (the stream reader's ``maxBytesPerTrigger``) counts. No Arrow is built.
+
+        Raises:
+            ClientError: a partitioned topic, or a malformed bound.
+        """
+        return self._scan_reader(topic, start, end, limit, receiver_queue_size).sizes(limit)
+
+    def _scan_reader(
+        self,
+        topic: str,
+        start: BoundLike,
+        end: BoundLike,
+        limit: int | None,
+        receiver_queue_size: int | None,
+    ) -> PartitionReader:
+        """The reader of an id scan, sized or not: ``topic`` one partition, the consumer's
+        window ``receiver_queue_size`` (by default ``limit``, at most 1000). A chunked
+        message begun in the range and never completed is skipped with a WARNING
+        (:func:`~.read.chunk_bounds.skip_incomplete`): a scan plans reads, the read
+        reports it."""
+        name = self._one_partition(topic, "scan")
+        if receiver_queue_size is None:
+            receiver_queue_size = 1000 if limit is None else min(max(limit, 1), 1000)
+        return PartitionReader(
+            self._lookup,
+            name,
+            start=start_bound(start),
+            end=end_bound(end),
+            receiver_queue_size=receiver_queue_size,
+            operation_timeout=self.operation_timeout,
+            chunk_loss=skip_incomplete,
+        )
 
     def first_message(
         self, topic: str, start: BoundLike = "earliest", end: BoundLike = "latest"

@@ -79,6 +79,12 @@ class SchemaRegistry:
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, int], SchemaInfo] = {}
 
+    def clear(self) -> None:
+        """Forget every cached schema (a topic deleted and created again numbers its
+        versions anew)."""
+        with self._lock:
+            self._cache.clear()
+
     def get(self, topic: TopicName, version: int | None = None) -> VersionedSchema | None:
         """The schema of ``topic`` (a partition stands for its topic): the latest, or
         that of ``version``; None when the topic has no schema (or not that version),

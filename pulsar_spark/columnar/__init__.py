@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from .rows.builder import ArrowBatchBuilder
     from .rows.schema import ROW_SCHEMA
     from .rows.smm.columns import decode_smm_columns
-    from .values.arrow_types import arrow_type, avro_schema_for, primitive_schema_type
+    from .values.arrow_types import arrow_type, primitive_schema_type
+    from .values.avro.arrow_types import avro_schema_for
     from .values.avro.decode import AvroPlan, avro_plan
     from .values.errors import (
         SchemaDecodeError,
@@ -45,13 +46,13 @@ __getattr__, __dir__ = lazy_exports(
         "decode_primitive_collect": "values.primitive.decode",
         "ROW_SCHEMA": "rows.schema",
         "arrow_type": "values.arrow_types",
-        "avro_schema_for": "values.arrow_types",
+        "avro_schema_for": "values.avro.arrow_types",
         "primitive_schema_type": "values.arrow_types",
         "SchemaDecodeError": "values.errors",
         "SchemaError": "values.errors",
         "SchemaResolutionError": "values.errors",
         "UnmappableSchema": "values.errors",
-        "SmmColumns": "rows.smm.columns",
+        "SmmColumns": "rows.smm.schema",
         "decode_smm_columns": "rows.smm.columns",
     },
 )

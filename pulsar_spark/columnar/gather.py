@@ -1,5 +1,6 @@
 """Arrow binary, string and map arrays gathered from byte ranges of a buffer, without a
-Python loop per element.
+Python loop per element; the UTF-8 checks of binary arrays (:func:`utf8_errors`,
+:func:`is_utf8`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pulsar_spark.protocol.errors import BatchDecodeError
 from .arrays import BufferLike, Bytes, Int64s, Ints, Mask
 from .rows.smm.schema import SmmColumns
 
-__all__ = ["as_u8", "gather_binary", "gather_string", "map_array"]
+__all__ = ["as_u8", "gather_binary", "gather_string", "is_utf8", "map_array", "utf8_errors"]
 
 _MAX_ARROW_BYTES = 2**31 - 1
 
@@ -194,6 +195,27 @@ def _take_ranges(
     return segments.take(pa.array(index, mask=None if valid is None else ~valid))
 
 
+def utf8_errors(binary: pa.Array) -> Mask | None:
+    """Which elements of a binary array are not UTF-8; None when all are."""
+    if not len(binary):
+        return None
+    data = binary.buffers()[2]
+    if data is None:
+        return None
+    offsets = np.frombuffer(binary.buffers()[1], np.int32, len(binary) + 1, 4 * binary.offset)
+    chunk = np.frombuffer(data, np.uint8, int(offsets[-1] - offsets[0]), int(offsets[0]))
+    if not len(chunk) or chunk.max() < 0x80:
+        return None
+    try:
+        binary.view(pa.string()).validate(full=True)
+    except pa.ArrowInvalid:
+        pass
+    else:
+        return None
+    # Error path only: find the elements.
+    return np.array([not is_utf8(v) for v in binary.to_pylist()], bool)
+
+
 def _invalid_utf8(array: pa.Array) -> int:
     """Index of the first element of a binary array that is not UTF-8, or -1.
 
@@ -225,14 +247,16 @@ def _invalid_utf8(array: pa.Array) -> int:
             return -1
     # Error path only: find the element.
     for index, value in enumerate(array.to_pylist()):
-        if value is not None and not _is_utf8(value):
+        if not is_utf8(value):
             return index
     return -1
 
 
-def _is_utf8(value: bytes) -> bool:
+def is_utf8(value: bytes | None) -> bool:
+    """Whether ``value`` is valid UTF-8 (None is: a null has no text to check)."""
     try:
-        value.decode()
+        if value is not None:
+            value.decode()
     except UnicodeDecodeError:
         return False
     return True

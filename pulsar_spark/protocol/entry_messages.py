@@ -1,4 +1,4 @@
-"""Messages as Python objects (:class:`Message`, :func:`messages`), and their key and text helpers.
+"""Messages as Python objects (:class:`Message`, :func:`messages`), and their key helper.
 
 Tools and tests read messages this way; readers build Arrow from the same
 :class:`~.entry.Entry` (:mod:`pulsar_spark.columnar`).
@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 from .errors import CorruptMessage
 from .ids.message_id import MessageId, to_signed64
+from .wire import text
 
 if TYPE_CHECKING:
     from .entry import Entry
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
 
-__all__ = ["Message", "decode_key", "messages", "text"]
+__all__ = ["Message", "decode_key", "messages"]
 
 
 def decode_key(key: str | bytes, b64: bool, *, message_id: str = "") -> bytes:
@@ -37,15 +38,6 @@ def decode_key(key: str | bytes, b64: bool, *, message_id: str = "") -> bytes:
     except (binascii.Error, ValueError) as exc:
         msg = f"partition key {key!r} is flagged base64 but does not decode: {exc}"
         raise CorruptMessage(msg, message_id=message_id or None) from exc
-
-
-def text(value: str | bytes) -> str:
-    """A protobuf string field as ``str``.
-
-    protobuf hands back ``bytes`` for a string field whose wire bytes are not
-    valid UTF-8; those are decoded with U+FFFD replacements (as Java does).
-    """
-    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
 
 
 @dataclass(slots=True)

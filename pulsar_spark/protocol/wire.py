@@ -11,7 +11,8 @@ Grammar (``varint`` = 7 bits a byte, low group first, high bit = more)::
 
 Used to peek at a BaseCommand's ``type`` when protobuf refuses the command,
 and to re-tag message metadata fields as batch-item fields without decoding
-their strings.
+their strings. :func:`text` reads a string field that protobuf handed back
+as bytes (wire bytes that are not UTF-8).
 """
 
 from __future__ import annotations
@@ -20,19 +21,25 @@ from collections.abc import Iterator
 
 from .errors import WireError
 
-__all__ = ["encode_varint", "fields", "read_varint"]
+__all__ = ["encode_varint", "fields", "read_varint", "text"]
 
 _FIXED = {1: 8, 5: 4}
 
 
-def read_varint(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """The varint at ``pos`` and the position after it.
+def read_varint(
+    data: bytes | bytearray | memoryview, pos: int, end: int | None = None
+) -> tuple[int, int]:
+    """The varint at ``pos`` (before ``end``, by default the end of ``data``) and the
+    position after it. Ten bytes may hold more than 64 bits: callers that need a
+    ``uint64`` mask the value.
 
     Raises:
         WireError: the data ends inside it, or it is longer than 10 bytes.
     """
+    if end is None:
+        end = len(data)
     result = shift = 0
-    while pos < len(data) and shift < 64:
+    while pos < end and shift < 64:
         byte = data[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
@@ -80,3 +87,12 @@ def encode_varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def text(value: str | bytes) -> str:
+    """A protobuf string field as ``str``.
+
+    protobuf hands back ``bytes`` for a string field whose wire bytes are not
+    valid UTF-8; those are decoded with U+FFFD replacements (as Java does).
+    """
+    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")

@@ -1,15 +1,22 @@
 """The Spark layer: the ``pulsar`` source and sink, batch and streaming (pyspark 4.0+).
 
-Without pyspark: :mod:`pulsar_spark.spark.options.table` (every option once),
-:mod:`pulsar_spark.spark.options.values`
-and :mod:`pulsar_spark.spark.options.auth` (their parsers), :mod:`pulsar_spark.spark.options.parse`
-(``parse_options``, ``PulsarOptions``), :mod:`.errors`, :mod:`.connect` (clients from options),
-:mod:`.ranges` (partition ranges: planning, reading), :mod:`.splits`
-(``minPartitions``) and :mod:`pulsar_spark.spark.stream.offsets` (the checkpoint's positions).
-With pyspark: :mod:`.datasource` (``PulsarDataSource``), :mod:`.reader`,
-:mod:`.writer`, :mod:`pulsar_spark.spark.stream.reader`, :mod:`pulsar_spark.spark.stream.writer`;
-:mod:`.compat` checks the Spark version. ``PulsarDataSource`` and ``SPARK_SCHEMA`` load on
-first use.
+- :mod:`.datasource`: ``PulsarDataSource``, the ``pulsar`` format; it builds the readers and
+  writers below. ``PulsarDataSource`` and ``SPARK_SCHEMA`` load on first use.
+- :mod:`.options`: every option once (``options.table``), their parsers, ``PulsarOptions``.
+- batch reads: :mod:`.reader` over partition ranges (:mod:`.ranges`; :mod:`.splits` for
+  ``minPartitions``, :mod:`.pushdown` for filters); :mod:`.connect` and
+  :mod:`.worker_clients` give the tasks their clients.
+- batch writes: :mod:`.writer`.
+- :mod:`.stream`: the stream reader and writer, admission control, lag, data loss,
+  checkpoint offsets and the durable subscription.
+- schemas: :mod:`.read_schema` plans a typed read, :mod:`.value_decode` decodes it in the
+  task, :mod:`.write_schema` registers and encodes a typed write; :mod:`.spark_types`,
+  :mod:`.ddl`, :mod:`.schema_change`, :mod:`.key_value_split` and :mod:`.streamnative_rows`
+  (``rowLayout=streamnative``) serve them.
+- :mod:`.errors` (each a ``PulsarError``) and :mod:`.compat` (the Spark version).
+
+pyspark loads with :mod:`.datasource`, :mod:`.reader`, :mod:`.writer`, :mod:`.spark_types` and
+the stream reader, writer and admission; the other modules import without it.
 """
 
 from __future__ import annotations

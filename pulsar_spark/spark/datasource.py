@@ -32,8 +32,8 @@ from pyspark.sql.types import StructType  # noqa: E402
 from pulsar_spark.columnar import ROW_SCHEMA  # noqa: E402
 
 from .errors import PulsarOptionError, PulsarSchemaError, PulsarWriteError  # noqa: E402
-from .options.crypto import warn_unredacted_keys  # noqa: E402
 from .options.parse import PulsarOptions, parse_options  # noqa: E402
+from .options.redaction import warn_unredacted_keys  # noqa: E402
 from .options.table import Scope  # noqa: E402
 from .pushdown import pushdown_asked  # noqa: E402
 from .read_schema import ReadSchema  # noqa: E402

@@ -41,6 +41,7 @@ from pulsar_spark.columnar.values.errors import (
     SchemaError,
     SchemaResolutionError,
 )
+from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
 
@@ -59,7 +60,7 @@ Fetch = Callable[[int], SchemaInfo | None]
 Latest = Callable[[], SchemaInfo | None]
 
 
-class _Mismatch(Exception):
+class _Mismatch(PulsarError):
     """A writer schema that cannot be read as the reader (turned into SchemaChangedError)."""
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import select
 import sys
 import threading
 import time
@@ -42,7 +41,6 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.schemas import SchemaRegistry
 
 from .options.parse import PulsarOptions
 
@@ -112,7 +110,7 @@ class _Pool:
         found = None
         now = time.monotonic()
         with self.lock:
-            self._forget_if_forked()
+            self.forget_if_forked()
             for k, clients in list(self.idle.items()):
                 fresh = [(c, t) for c, t in clients if now - t <= IDLE_SECONDS]
                 stale.extend(c for c, t in clients if now - t > IDLE_SECONDS)
@@ -128,7 +126,9 @@ class _Pool:
         for client in stale:
             _close_quietly(client, "idle for too long")
         if found is not None:
-            _settle(found)
+            # What already arrived on its connections first (a close a broker restart
+            # sent): a request on a connection whose close is not yet seen would fail.
+            found.settle(SETTLE_SECONDS)
         return found
 
     def give_back(self, key: Key, client: PulsarClient) -> None:
@@ -149,7 +149,7 @@ class _Pool:
         for client in clients:
             _close_quietly(client, "the process exits")
 
-    def _forget_if_forked(self) -> None:
+    def forget_if_forked(self) -> None:
         """In a forked child: drop the parent's clients unclosed (theirs to close)."""
         if os.getpid() != self.pid:
             self.pid = os.getpid()
@@ -159,27 +159,7 @@ class _Pool:
 _POOL = _Pool()
 atexit.register(_POOL.close_all)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_POOL._forget_if_forked)
-
-
-def _settle(client: PulsarClient, wait: float = SETTLE_SECONDS) -> None:
-    """Let the reader threads of an idle client's connections take what has already
-    arrived (the end of a connection a broker restart closed) before a task uses it:
-    a request sent on a connection whose close is not yet seen would fail the task."""
-    pool = client._pool
-    with pool._lock:
-        connections = list(pool._connections.values())
-    deadline = time.monotonic() + wait
-    for conn in connections:
-        transport = conn._transport
-        while not conn.closed and transport is not None and time.monotonic() < deadline:
-            try:
-                readable, _, _ = select.select([transport.sock], [], [], 0)
-            except (OSError, ValueError):  # closed under us: the reader sees it too
-                break
-            if not readable:
-                break
-            time.sleep(0.001)  # the reader thread's turn
+    os.register_at_fork(after_in_child=_POOL.forget_if_forked)
 
 
 def _close_quietly(client: PulsarClient, why: str) -> None:
@@ -195,14 +175,6 @@ def idle_count() -> int:
         if os.getpid() != _POOL.pid:
             return 0
         return sum(len(clients) for clients in _POOL.idle.values())
-
-
-def holds_nothing(client: PulsarClient) -> bool:
-    """Whether no consumer or producer is registered on ``client``'s open connections."""
-    pool = client._pool
-    with pool._lock:
-        connections = list(pool._connections.values())
-    return not any(conn._handlers for conn in connections if not conn.closed)
 
 
 class LentClient:
@@ -236,13 +208,13 @@ class LentClient:
         if client is None:
             return
         try:
-            reusable = not failed and holds_nothing(client)
+            reusable = not failed and client.holds_nothing()
         except Exception:  # unsure: do not reuse it
             reusable = False
         if not reusable:
             _close_quietly(client, "the task failed or left something open")
             return
-        client._schemas = SchemaRegistry(client._lookup, operation_timeout=client.operation_timeout)
+        client.forget_schemas()
         _POOL.give_back(self._key, client)
 
 

@@ -33,7 +33,7 @@ _TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
 
 def _scalar(keys: list, partitions: int, switch_every: int, first: int) -> list[int]:
     """Each key's partition from PartitionedProducer.partition_for, one call per row."""
-    fake = [types.SimpleNamespace(_max_messages=switch_every)] * partitions
+    fake = [types.SimpleNamespace(batch_max_messages=switch_every)] * partitions
     producer = PartitionedProducer(fake)  # type: ignore[arg-type]
     producer._sent_keyless = first
     return [producer.partition_for(k) for k in keys]

@@ -1,4 +1,4 @@
-"""send_batch's columnar path (:mod:`pulsar_spark.client.write.columnar_send`): where batches are
+"""send_batch's columnar path (:mod:`pulsar_spark.client.write.batcher`): where batches are
 cut, rows too large to share one, tables that continue an open batch, senders on two
 threads; what was written read back from the broker."""
 

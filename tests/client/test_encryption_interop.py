@@ -33,9 +33,9 @@ from pulsar_spark.protocol import (
     open_entry,
     pb,
 )
+from pulsar_spark.protocol.crypto.decrypt import open_chunk
 from pulsar_spark.protocol.crypto.encrypt import Encryptor
 from pulsar_spark.protocol.crypto.errors import MissingPrivateKey
-from pulsar_spark.protocol.crypto.fields import open_chunk
 from pulsar_spark.protocol.framing import Frame
 from pulsar_spark.protocol.ids.message_id import to_signed64
 from tests.support.java_crypto import java_consume_decrypted, java_produce_encrypted_many

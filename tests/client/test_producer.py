@@ -337,7 +337,7 @@ def test_replays_are_skipped_here_or_dropped_by_the_broker(apache_pulsar_dedup, 
             # A producer that forgot what the broker has (as a task without the
             # broker's answer would): sent anyway, dropped by the broker, confirmed
             # as duplicates.
-            producer.last_sequence_id, producer._next_seq = -1, 0
+            producer.last_sequence_id, producer._batcher.next_seq = -1, 0
             assert producer.send_batch(table, first_sequence_id=100) == 10
             producer.flush()
         rows = [r for b in client.read_batches(topic_name) for r in b.to_pylist()]

@@ -67,7 +67,7 @@ def test_a_lost_receipt_is_detected_and_the_message_sent_again(
     proxy = fault_proxy(pulsar_lite, frame_hook=hook)
     sent = [b"m%d" % i for i in range(10)]
     with (
-        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.write.session"),
+        caplog.at_level(logging.WARNING, logger="pulsar_spark.client.write.producer"),
         PulsarClient(proxy.service_url) as client,
     ):
         producer = client.create_producer(topic_name, batching=False, send_timeout=60)

@@ -132,10 +132,10 @@ def record_schemas(draw: st.DrawFn) -> dict[str, Any]:
     return draw_record(draw, _Names())
 
 
-def _value(draw: st.DrawFn, schema: Any) -> Any:
+def avro_value(draw: st.DrawFn, schema: Any) -> Any:
     if isinstance(schema, list):
         branch = draw(st.sampled_from(schema))
-        return _value(draw, branch)
+        return avro_value(draw, branch)
     if isinstance(schema, str):
         schema = {"type": schema}
     kind, logical = schema["type"], schema.get("logicalType")
@@ -174,19 +174,19 @@ def _value(draw: st.DrawFn, schema: Any) -> Any:
     if kind == "enum":
         return draw(st.sampled_from(schema["symbols"]))
     if kind == "array":
-        return [_value(draw, schema["items"]) for _ in range(draw(st.integers(0, 4)))]
+        return [avro_value(draw, schema["items"]) for _ in range(draw(st.integers(0, 4)))]
     if kind == "map":
         keys = draw(st.lists(st.text(max_size=5), max_size=4, unique=True))
-        return {k: _value(draw, schema["values"]) for k in keys}
+        return {k: avro_value(draw, schema["values"]) for k in keys}
     assert kind == "record", schema
-    return {f["name"]: _value(draw, f["type"]) for f in schema["fields"]}
+    return {f["name"]: avro_value(draw, f["type"]) for f in schema["fields"]}
 
 
 @st.composite
 def schema_and_records(draw: st.DrawFn) -> tuple[dict[str, Any], list[bytes]]:
     schema = draw(record_schemas())
     parsed = fastavro.parse_schema(json.loads(json.dumps(schema)))
-    records = [_value(draw, schema) for _ in range(draw(st.integers(0, 12)))]
+    records = [avro_value(draw, schema) for _ in range(draw(st.integers(0, 12)))]
     datums = []
     for record in records:
         out = io.BytesIO()

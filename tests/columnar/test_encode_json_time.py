@@ -63,7 +63,7 @@ JAVA = {
 }
 
 
-def _schema(at: str, local: str, time: str) -> str:
+def time_schema(at: str, local: str, time: str) -> str:
     def field(name: str, kind: str, logical: str) -> dict[str, object]:
         return {"name": name, "type": ["null", {"type": kind, "logicalType": logical}]}
 
@@ -76,7 +76,7 @@ def _schema(at: str, local: str, time: str) -> str:
     return json.dumps({"type": "record", "name": "T", "fields": fields})
 
 
-def _table(moments: list[tuple[int, int]], unit: str, time_unit: str) -> pa.Table:
+def time_table(moments: list[tuple[int, int]], unit: str, time_unit: str) -> pa.Table:
     per = {"ms": 1000, "us": 10**6, "ns": NANOS}[unit]
     ticks = [s * per + n * per // NANOS for s, n in moments]
     time_per = {"ms": 1000, "us": 10**6, "ns": NANOS}[time_unit]
@@ -112,15 +112,15 @@ def test_values_are_the_java_clients_text(
     moments = [m for m in JAVA if m[1] % finest == 0]
     if unit == "ns":
         moments = [m for m in moments if abs(m[0]) < 2**63 // NANOS]
-    table = _table(moments, unit, time_unit)
-    out = [p.decode() for p in encode_json(table, _schema(at, local, time)).to_pylist()]
+    table = time_table(moments, unit, time_unit)
+    out = [p.decode() for p in encode_json(table, time_schema(at, local, time)).to_pylist()]
     assert out == [JAVA[m] for m in moments]
     assert len(moments) >= 5
 
 
 def test_nanoseconds_of_a_time_micros_field_are_cut_to_microseconds() -> None:
-    table = _table([(0, 999999)], "ns", "ns")
-    schema = _schema("timestamp-nanos", "local-timestamp-nanos", "time-micros")
+    table = time_table([(0, 999999)], "ns", "ns")
+    schema = time_schema("timestamp-nanos", "local-timestamp-nanos", "time-micros")
     (out,) = encode_json(table, schema).to_pylist()
     assert json.loads(out)["time"] == [0, 0, 0, 999000]  # rounded down, as Java converts
 
@@ -226,8 +226,8 @@ def test_a_time_of_day_out_of_range_names_the_field() -> None:
 def test_nanosecond_texts_read_back_exactly() -> None:
     """1E-9, 1.20E-7, -1.999999999... decode to the nanoseconds written."""
     moments = [m for m in JAVA if abs(m[0]) < 2**63 // NANOS]
-    table = _table(moments, "ns", "us")
-    schema = _schema("timestamp-nanos", "local-timestamp-nanos", "time-micros")
+    table = time_table(moments, "ns", "us")
+    schema = time_schema("timestamp-nanos", "local-timestamp-nanos", "time-micros")
     back = JsonPlan(schema).decode(encode_json(table, schema))
     for name in ("at", "local", "day", "time"):
         want = table.column(name).combine_chunks()

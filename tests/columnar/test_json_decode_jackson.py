@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from test_encode_json_time import JAVA, _schema, _table
+from test_encode_json_time import JAVA, time_schema, time_table
 
 from pulsar_spark.columnar.values.errors import SchemaDecodeError
 from pulsar_spark.columnar.values.json.decode import JsonPlan
@@ -103,8 +103,8 @@ def test_random_values_our_encoder_writes_read_back_columnar(
 
 def test_the_java_clients_texts_read_columnar(columnar_only: list[int]) -> None:
     moments = [m for m in JAVA if FIRST <= m[0] <= LAST]
-    table = _table(moments, "ns", "us")
-    schema = _schema("timestamp-nanos", "local-timestamp-nanos", "time-micros")
+    table = time_table(moments, "ns", "us")
+    schema = time_schema("timestamp-nanos", "local-timestamp-nanos", "time-micros")
     payloads = pa.array([JAVA[m].encode() for m in moments], pa.binary())
     back = JsonPlan(schema).decode(payloads)
     for name in ("at", "local", "day", "time"):
@@ -282,7 +282,7 @@ def test_a_plan_reads_numbers_after_jacksons_forms_and_back() -> None:
 def test_encoded_tables_of_every_unit_read_back(columnar_only: list[int]) -> None:
     moments = [(1704164645, 678000000), (-1, 999999000), (0, 0), (FIRST, 0), (LAST, 999000000)]
     for unit in ("ms", "us"):
-        table = _table(moments, unit, "ms" if unit == "ms" else "us")
+        table = time_table(moments, unit, "ms" if unit == "ms" else "us")
         encoder = json_encoder(pa.struct(list(table.schema)))
         assert JsonPlan(encoder.schema).decode(encoder.encode(table)).to_pylist() == (
             table.to_pylist()

@@ -10,12 +10,8 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from pulsar_spark.columnar.values.arrow_types import (
-    arrow_type,
-    avro_arrow_type,
-    avro_schema_for,
-    primitive_schema_type,
-)
+from pulsar_spark.columnar.values.arrow_types import arrow_type, primitive_schema_type
+from pulsar_spark.columnar.values.avro.arrow_types import avro_arrow_type, avro_schema_for
 from pulsar_spark.columnar.values.avro.schema import parse_avro
 from pulsar_spark.columnar.values.errors import UnmappableSchema
 from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pulsar.schema import Array, Double, Integer, JsonSchema, Record, String
-from test_avro_decode import _value, ours, record_schemas
+from test_avro_decode import avro_value, ours, record_schemas
 
 from pulsar_spark.columnar.values.arrow_types import arrow_type
 from pulsar_spark.columnar.values.avro.decode import AvroPlan
@@ -92,7 +92,7 @@ def _finite(value: Any) -> bool:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record_schemas(), st.data(), st.booleans())
 def test_reads_what_the_avro_decoder_reads(schema: Any, data: st.DataObject, omit: bool) -> None:
-    records = [_value(data.draw, schema) for _ in range(data.draw(st.integers(0, 8)))]
+    records = [avro_value(data.draw, schema) for _ in range(data.draw(st.integers(0, 8)))]
     records = [r for r in records if _finite(r)]
     parsed = fastavro.parse_schema(json.loads(json.dumps(schema)))
     datums = []

@@ -15,7 +15,7 @@ from strategies import CODECS, Built, Item, build_entry, built_entries
 from pulsar_spark.columnar import ArrowBatchBuilder
 from pulsar_spark.protocol import ChunkAssembler, messages, open_entry, pb, select
 from pulsar_spark.protocol.crypto import key_wrap as kw
-from pulsar_spark.protocol.crypto.decrypt import Decryptor
+from pulsar_spark.protocol.crypto.decrypt import Decryptor, open_chunk
 from pulsar_spark.protocol.crypto.encrypt import Encryptor
 from pulsar_spark.protocol.crypto.errors import (
     CiphertextError,
@@ -30,7 +30,6 @@ from pulsar_spark.protocol.crypto.fields import (
     ENCRYPTED_PROPERTIES,
     crypto_failure_action,
     encryption_info,
-    open_chunk,
 )
 from pulsar_spark.protocol.errors import InvalidArgument, PulsarError
 

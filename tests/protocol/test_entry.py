@@ -22,7 +22,8 @@ from pulsar_spark.protocol import (
     open_entry,
     pb,
 )
-from pulsar_spark.protocol.entry_messages import decode_key, text
+from pulsar_spark.protocol.entry_messages import decode_key
+from pulsar_spark.protocol.wire import text
 
 TOPIC = "persistent://public/default/t"
 

@@ -91,27 +91,26 @@ def test_an_offsets_key_naming_no_partition_is_refused() -> None:
     assert ranges == [PartitionRange(NS + "u", "1:2:-1:-1", "latest", True)]
 
 
-def test_admission_moves_past_the_greatest_id_with_the_options_window(monkeypatch) -> None:
+def test_admission_moves_past_the_greatest_id_with_the_options_window() -> None:
     # A chunked message (first chunk 1:1) completes after a message stored at 1:2,
     # between its chunks: the next micro-batch starts after 1:2, not after 1:1.
     from pulsar_spark.client.read.sized_scan import SizedRef
-    from pulsar_spark.spark.stream import reader as stream_reader
     from pulsar_spark.spark.stream.admission import _take
 
     ids = [MessageId(1, 2), MessageId(1, 1), MessageId(1, 5)]
     windows: list[int | None] = []
 
-    def scan_sizes(client, topic, start, end, limit, receiver_queue_size=None):
-        windows.append(receiver_queue_size)
-        for message_id in ids[:limit]:
-            yield SizedRef(message_id, 0, 10)
+    class Scanner:
+        def scan_sizes(self, topic, start, end, limit, receiver_queue_size=None):
+            windows.append(receiver_queue_size)
+            for message_id in ids[:limit]:
+                yield SizedRef(message_id, 0, 10)
 
-    monkeypatch.setattr(stream_reader, "scan_sizes", scan_sizes)
     options = parse_options({"service.url": "pulsar://h:6650", "topic": "t"})
     options = dataclasses.replace(options, receiver_queue_size=7)
     read = ReadSchema(None, "raw", None, dead_letter=False, arrow=ROW_SCHEMA)
     reader = PulsarStreamReader(options, read, spark_schema(ROW_SCHEMA))
-    reader._client = object()  # type: ignore[assignment]
+    reader._client = Scanner()  # type: ignore[assignment]
     end = Position.after(MessageId(1, 9))
     share = _take(reader._scan_sizes, NS + "t", Position.earliest(), end, 2, None, False)
     assert (share.rows, share.nbytes) == (2, 20)

@@ -19,7 +19,7 @@ from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.spark import compat
 from pulsar_spark.spark.errors import PulsarOptionError, SparkVersionError
 from pulsar_spark.spark.options.parse import parse_options
-from pulsar_spark.spark.options.trigger import duration_ms
+from pulsar_spark.spark.options.values import duration_ms
 from pulsar_spark.spark.stream.admission import MinimumGate, TriggerLimits, admit
 from pulsar_spark.spark.stream.lag import Backlog, lag_report
 from pulsar_spark.spark.stream.offsets import EARLIEST, order_key
@@ -472,7 +472,6 @@ def test_sized_scans_count_an_encrypted_payloads_plaintext_without_the_key(
     """The id scan cannot open an encrypted batch (no key), but its metadata keeps the
     plaintext's size in clear: that is what is counted, not the (compressed) ciphertext."""
     from pulsar_spark.client import PulsarClient
-    from pulsar_spark.client.read.sized_scan import scan_sizes
 
     url = pulsar_lite.service_url
     batch = [b"%02d:" % i + b"x" * 500 for i in range(8)]  # LZ4 makes it ~100 bytes
@@ -483,7 +482,7 @@ def test_sized_scans_count_an_encrypted_payloads_plaintext_without_the_key(
     _produce_encrypted(url, topic_name, single[1:], rsa_reader_files, batching=False,
                        compression="ZSTD")  # fmt: skip
     with PulsarClient(url) as client:
-        refs = list(scan_sizes(client, topic_name))
+        refs = list(client.scan_sizes(topic_name))
     sizes = [r.size for r in refs]
     assert len(refs) == 10 and sizes[1:8] == [0] * 7, sizes
     # A batch: its values and their per-item metadata (a few bytes each), decompressed.

@@ -154,6 +154,18 @@ class Connection:
     def closed(self) -> bool:
         return self._closed.is_set()
 
+    def has_unread(self) -> bool:
+        """Whether bytes have arrived that the reader thread has not taken yet (a close
+        the broker sent, say); False once closed."""
+        transport = self._transport
+        return not self.closed and transport is not None and transport.has_unread()
+
+    @property
+    def has_handlers(self) -> bool:
+        """Whether a consumer or producer is registered on this connection."""
+        with self._lock:
+            return bool(self._handlers)
+
     def close(self) -> None:
         """Close the connection once the frames already queued are written (5 s at
         most); pending requests fail with ConnectionClosed."""

@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pulsar_spark import __version__
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import server_error
 from pulsar_spark.protocol.framing import Frame, FrameDecoder, command_name, encode_command
+from pulsar_spark.version import __version__
 
 from ..auth import Authentication
 from ..errors import ConnectError

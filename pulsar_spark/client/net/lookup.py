@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from dataclasses import dataclass
 
 from pulsar_spark.client.net.dispatch import Kind
@@ -99,6 +100,25 @@ class ConnectionPool:
             # The broker is the service URL's own host (Apache Pulsar standalone may
             # say so): its plain connection reaches it, no second one is needed.
         return self.get(address.host, address.port)
+
+    def connections(self) -> list[Connection]:
+        """The connections the pool keeps, as a snapshot (some may have closed since)."""
+        with self._lock:
+            return list(self._connections.values())
+
+    def holds_nothing(self) -> bool:
+        """Whether no consumer or producer is registered on the pool's open connections."""
+        return not any(conn.has_handlers for conn in self.connections() if not conn.closed)
+
+    def settle(self, wait: float) -> None:
+        """Let the reader threads of the pool's connections take what has already
+        arrived (the close of a connection a broker restart ended), for ``wait``
+        seconds at most: a request sent on a connection whose close is not yet seen
+        would fail."""
+        deadline = time.monotonic() + wait
+        for conn in self.connections():
+            while time.monotonic() < deadline and conn.has_unread():
+                time.sleep(0.001)  # the reader thread's turn
 
     def close(self) -> None:
         with self._lock:

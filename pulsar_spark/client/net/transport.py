@@ -228,6 +228,15 @@ class Transport:
             self._unacked = (left, time.monotonic())
         return self._unacked[1]
 
+    def has_unread(self) -> bool:
+        """Whether bytes have arrived on the socket that no one has read yet (False once
+        it is closed: its reader sees that too)."""
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):  # closed under us
+            return False
+        return bool(readable)
+
     def drain(self, timeout: float) -> bool:
         """Wait until everything queued is written (at most ``timeout`` s)."""
         with self._out:

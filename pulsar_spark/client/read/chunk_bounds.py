@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol.chunks import ChunkAssembler, ChunkedMessage, is_chunk
-from pulsar_spark.protocol.crypto.fields import open_chunk
+from pulsar_spark.protocol.crypto.decrypt import open_chunk
 from pulsar_spark.protocol.errors import ChunkError
 from pulsar_spark.protocol.ids.message_id import MessageId
 

@@ -10,14 +10,16 @@ The broker re-delivers the start entry whole, so the start id is applied
 here, item by item (inclusive or exclusive, respecting the batch index), as
 are ``ack_set`` bits, ``compacted_out`` items and markers, the same whatever
 the messages become (:mod:`.sinks`): RecordBatches when the reader is
-iterated, ``(id, publish time)`` pairs from :meth:`PartitionReader.ids`.
-Entries delivered again are dropped by position.
+iterated, ``(id, publish time)`` pairs from :meth:`PartitionReader.ids`,
+with payload sizes from :meth:`PartitionReader.sizes`. Entries delivered again
+are dropped by position.
 
 A start by publish time SEEKs the fresh subscription (before any FLOW) and
 re-subscribes under the same name if the broker closes the consumer for the
 seek, as Apache Pulsar does; the prefix of messages published before that
 time is skipped here too, so a broker that ignored the seek costs a scan, not
-a wrong answer.
+a wrong answer. :meth:`PartitionReader.message_id_at_time` turns a publish time
+into a message id the same way (a SEEK and an id-level scan).
 
 On a lost connection, CLOSE_CONSUMER or TOPIC_MIGRATED the reader looks the
 topic up again and re-subscribes from the last entry it processed
@@ -30,11 +32,12 @@ entries lost (a ledger removed, a topic deleted and created again) by
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 
@@ -43,7 +46,7 @@ from pulsar_spark.protocol.chunks import is_chunk
 from pulsar_spark.protocol.entry import Entry, select
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.framing import Frame
-from pulsar_spark.protocol.ids.message_id import MessageId, to_signed64
+from pulsar_spark.protocol.ids.message_id import EARLIEST, MessageId, to_signed64
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 
 from ..errors import OperationTimeout
@@ -52,12 +55,12 @@ from ..net.lookup import LookupService
 from ..net.waiter import quiet_for
 from ..retry import may_retry
 from .bounds import FROM_EARLIEST, TO_LATEST, Bound
-from .chunk_bounds import ChunkBounds, ChunkLossReport
+from .chunk_bounds import ChunkBounds, ChunkLossReport, skip_incomplete
 from .end import end_position
 from .gaps import GapWatch, entry_needed
 from .session import ReaderSession
 from .sinks import ArrowSink, Delivered, IdSink, MessageRef
-from .time import message_id_at_time
+from .sized_scan import SizedIdSink, SizedRef
 
 if TYPE_CHECKING:
     from pulsar_spark.protocol.crypto.decrypt import Decryptor
@@ -72,7 +75,8 @@ T = pb.BaseCommand
 
 class PartitionReader(ReaderSession):
     """Reads one non-partitioned topic or one partition: RecordBatches when
-    iterated, message ids from :meth:`ids`; closes its consumer when done.
+    iterated, message ids from :meth:`ids` (with payload sizes from :meth:`sizes`);
+    closes its consumer when done.
 
     Args (besides those of :class:`~.session.ReaderSession`: lookup, topic,
     start, receiver_queue_size, operation_timeout, schema):
@@ -174,11 +178,59 @@ class PartitionReader(ReaderSession):
         decompressed. A chunked message is given by its first chunk's entry, and
         comes (as its Arrow row does) once its last chunk is read: after the
         messages stored between its chunks, whose ids are greater."""
+        return self._refs(IdSink(), limit)
+
+    def sizes(self, limit: int | None = None) -> Generator[SizedRef, None, None]:
+        """:meth:`ids`, each with the size of the message's payload as the ``value``
+        column holds it (:mod:`.sized_scan`); still no Arrow is built."""
+        # SizedIdSink flushes SizedRefs: the id path's refs, each with a size.
+        return cast(Generator[SizedRef, None, None], self._refs(SizedIdSink(), limit))
+
+    @classmethod
+    def message_id_at_time(
+        cls,
+        lookup: LookupService,
+        topic: TopicName,
+        publish_time: int,
+        *,
+        operation_timeout: float = 30.0,
+    ) -> MessageId | None:
+        """The id of the first message of ``topic`` (one partition) published at or
+        after ``publish_time`` (ms), found by a SEEK and an id-level scan; None when
+        there is none.
+
+        A chunked message begins at its first chunk (its id is its last chunk's): a
+        range that ends at the id given here must not hold its first chunks. The scan
+        gives messages as they complete, so a message completed first (a plain one
+        between the chunks) may come after one begun earlier: the answer is the entry
+        of the first message begun. One never completed is skipped with a WARNING
+        (:func:`~.chunk_bounds.skip_incomplete`).
+        """
+        reader = cls(
+            lookup,
+            topic,
+            start=Bound(EARLIEST, True, publish_time),
+            receiver_queue_size=100,
+            operation_timeout=operation_timeout,
+            chunk_loss=skip_incomplete,
+        )
+        with contextlib.closing(reader.ids(limit=1)) as refs:
+            found = next(refs, None)
+        if found is None:
+            return None
+        begun = reader.first_begun
+        found_id = found.message_id
+        if begun is not None and begun < (found_id.ledger, found_id.entry):
+            return MessageId(begun[0], begun[1], found_id.partition, -1)
+        return found_id
+
+    def _refs(self, sink: IdSink, limit: int | None) -> Generator[MessageRef, None, None]:
+        """What ``sink`` makes of each message the read delivers, at most ``limit``."""
         count = 0
         try:
             if limit is not None and limit < 1:
                 return
-            for refs in self._read(IdSink()):
+            for refs in self._read(sink):
                 for ref in refs:
                     yield ref
                     count += 1
@@ -203,7 +255,7 @@ class PartitionReader(ReaderSession):
 
     def _read(self, sink: ArrowSink | IdSink) -> Iterator[pa.RecordBatch | list[MessageRef]]:
         if self._end_time is not None:  # stop before the first message at or after it
-            found = message_id_at_time(
+            found = self.message_id_at_time(
                 self.lookup, self.topic, self._end_time, operation_timeout=self._timeout
             )
             if found is not None:

@@ -1,7 +1,9 @@
-"""An id-level scan that also gives each message's payload size: what byte budgets count.
+"""The sink of an id-level scan that also gives each message's payload size: what byte
+budgets count.
 
-:func:`scan_sizes` delivers exactly the messages
-:meth:`~.client.PulsarClient.scan_ids` does (same reader, same selection,
+:meth:`~.reader.PartitionReader.sizes` (and the client's
+:meth:`~pulsar_spark.client.PulsarClient.scan_sizes`) delivers exactly the messages
+:meth:`~.reader.PartitionReader.ids` does (same reader, same selection,
 same order: the order messages complete), each as a :class:`SizedRef`: its id,
 publish time and the size in bytes of its payload as the ``value`` column
 holds it, decompressed. No Arrow is built:
@@ -29,23 +31,16 @@ learns payload sizes over the binary protocol, without the admin API.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol.crypto.fields import TAG_SIZE
 from pulsar_spark.protocol.entry import Entry
 from pulsar_spark.protocol.ids.message_id import MessageId
 
-from .bounds import BoundLike, end_bound, start_bound
-from .chunk_bounds import skip_incomplete
-from .reader import PartitionReader
 from .sinks import Delivered, IdSink, Pick
 
-if TYPE_CHECKING:
-    from ..client import PulsarClient
-
-__all__ = ["SizedRef", "scan_reader", "scan_sizes"]
+__all__ = ["SizedIdSink", "SizedRef"]
 
 
 class SizedRef(NamedTuple):
@@ -115,66 +110,3 @@ def _encrypted_size(metadata: pb.MessageMetadata, payload: bytes | memoryview) -
     # A chunked message's chunks are each encrypted (each has a tag); the id scan cut them.
     pieces = 0 if metadata.num_chunks_from_msg > 1 else 1
     return max(0, len(payload) - TAG_SIZE * pieces)
-
-
-def scan_sizes(
-    client: PulsarClient,
-    topic: str,
-    start: BoundLike = "earliest",
-    end: BoundLike = "latest",
-    limit: int | None = None,
-    receiver_queue_size: int | None = None,
-) -> Generator[SizedRef, None, None]:
-    """The :class:`SizedRef` of each message between ``start`` and ``end`` (bounds
-    as :meth:`~.client.PulsarClient.scan_ids` takes them), at most ``limit`` of them
-    (all when None), in the order messages complete. ``topic`` is a non-partitioned
-    topic or one partition. Leaving the iterator early (``close()``) ends the read.
-
-    Raises:
-        ClientError: a partitioned topic, or a malformed bound.
-    """
-    return _deliver(scan_reader(client, topic, start, end, limit, receiver_queue_size), limit)
-
-
-def scan_reader(
-    client: PulsarClient,
-    topic: str,
-    start: BoundLike,
-    end: BoundLike,
-    limit: int | None,
-    receiver_queue_size: int | None,
-) -> PartitionReader:
-    """The reader of an id scan, sized (:func:`scan_sizes`) or not
-    (:meth:`~.client.PulsarClient.scan_ids`): ``topic`` one partition, the consumer's
-    window ``receiver_queue_size`` (by default ``limit``, at most 1000). A chunked message
-    begun in the range and never completed is skipped with a WARNING
-    (:func:`~.chunk_bounds.skip_incomplete`): a scan plans reads, the read reports it."""
-    name = client._one_partition(topic, "scan")
-    if receiver_queue_size is None:
-        receiver_queue_size = 1000 if limit is None else min(max(limit, 1), 1000)
-    return PartitionReader(
-        client._lookup,
-        name,
-        start=start_bound(start),
-        end=end_bound(end),
-        receiver_queue_size=receiver_queue_size,
-        operation_timeout=client.operation_timeout,
-        chunk_loss=skip_incomplete,
-    )
-
-
-def _deliver(reader: PartitionReader, limit: int | None) -> Generator[SizedRef, None, None]:
-    count = 0
-    try:
-        if limit is not None and limit < 1:
-            return
-        # The reader's sink protocol (add / full / pending / flush): the id path, sized.
-        for refs in reader._read(SizedIdSink()):
-            for ref in refs:
-                assert isinstance(ref, SizedRef)
-                yield ref
-                count += 1
-                if count == limit:
-                    return
-    finally:
-        reader.close()

@@ -1,1 +1,1 @@
-"""Writing: the producer, its broker session, outgoing batches, receipts and partition routing."""
+"""Writing: the producer with its batcher, outgoing batches, receipt watch and partition routing."""

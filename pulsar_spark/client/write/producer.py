@@ -1,57 +1,152 @@
-"""A producer: messages queued into batches, sealed, sent, flushed; one topic or partition.
+"""A producer: messages queued into batches, sealed, sent, confirmed, flushed; one topic or
+partition, attached to its broker under its name and epoch, re-created after a reconnect.
 
-Messages are gathered into a batch (max messages, max bytes, max delay),
+Messages are gathered into a batch (max messages, max bytes, max delay; the rows of
+an Arrow table column by column, without a Python step per row: :mod:`.batcher`),
 sealed into one SEND frame (``sequence_id`` = first, ``highest_sequence_id``
 = last, ``num_messages``; :mod:`.outgoing`) and kept in a bounded pending
 window (bounded by messages and by bytes) until the broker's SEND_RECEIPT for it
 arrives; a batch unconfirmed after the send timeout fails the producer. :meth:`Producer.flush`
 returns once every receipt is in. A message whose (compressed) payload does
-not fit the broker's ``max_message_size`` is sent alone, in chunks. Receipts,
-errors and reconnects are handled by :class:`~.session.ProducerSession`.
-The rows of an Arrow table are encoded column by column (:mod:`.columnar_send`).
+not fit the broker's ``max_message_size`` is sent alone, in chunks.
+
+Sequence ids continue from the broker's ``last_sequence_id`` when the
+producer is first created. On a lost connection, CLOSE_PRODUCER or
+TOPIC_MIGRATED the producer is created again under the same name (epoch + 1)
+and every pending batch is sent again, in order, with its sequence ids: with
+deduplication on, the broker drops what it already has, and its receipt for
+a duplicate (``-1:-1``) counts as persisted. A chunked message is confirmed
+once every chunk's receipt is in; a resend sends only the chunks not yet
+confirmed.
+
+SEND_ERROR is fatal for a checksum error, a terminated topic and a refused
+message (``NotAllowedError``): the producer fails with the broker's message.
+Any other SEND_ERROR re-creates this producer alone (CLOSE_PRODUCER, then
+PRODUCER with epoch + 1 on the same pooled connection) and resends what is
+pending: the readers and other producers sharing the connection carry on
+(the Java client closes the whole connection instead).
+
+Receipts come in order. A receipt for a later batch while an older one is
+still pending means the older receipt was lost on a live connection: the
+producer is re-created the same way and the unconfirmed batches are sent
+again with their sequence ids (as the Java client resends after such a
+gap): with deduplication the broker drops what it has; without, the
+message may be stored twice, and a warning names the topic, producer and
+sequence ids. A batch still unconfirmed ``send_timeout`` seconds after it
+was sealed fails the producer with an error naming the topic and the
+sequence ids (0: no send timeout, as the Java client's ``sendTimeout(0)``).
+The last batch's lost receipt, which no later one reveals, is found by
+:mod:`.receipt_watch` (overdue for the operation timeout with nothing moving).
+
+The first creation is retried within the operation timeout when the failure
+is retriable (:func:`.retry.classify`): ServiceNotReady during an unload, a
+refused or lost connection during a restart, ProducerBusy while the broker
+still holds the name for a connection it has not yet found dead.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from pulsar_spark.client.net.dispatch import Key, Kind
 from pulsar_spark.columnar.rows.encode import (
     InvalidRows,
     Item,
+    Rows,
     encode_head,
     encode_pre,
     encode_tail,
 )
-from pulsar_spark.columnar.rows.send_items import columnar_rows
+from pulsar_spark.columnar.rows.send_items import columnar_rows, item_block
+from pulsar_spark.protocol import PulsarApi_pb2 as pb
+from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.codecs import codec_by_name
-from pulsar_spark.protocol.errors import PulsarError
-from pulsar_spark.protocol.schemas.info import SchemaInfo
+from pulsar_spark.protocol.errors import PulsarError, ServerError, server_error
+from pulsar_spark.protocol.framing import DEFAULT_MAX_MESSAGE_SIZE, Frame
+from pulsar_spark.protocol.schemas.info import SchemaInfo, version_from_bytes
 
 from ..crypto_keys import KeySpec, producer_encryptor
-from ..errors import ClientError, InvalidArgument, OperationTimeout
+from ..errors import ClientError, ConnectionClosed, InvalidArgument, OperationTimeout
 from ..names import TopicName
+from ..net.connection import Connection
+from ..net.dispatch import route
 from ..net.lookup import LookupService
-from .columnar_send import explicit_ids, send_columnar, send_rows
-from .outgoing import OpenBatch, item_bytes, seal
+from ..retry import Action, Backoff, classify, may_retry
+from ..schemas import with_schema_context
+from .batcher import Batcher
+from .outgoing import PendingBatch, seal
 from .receipt_watch import ReceiptWatch, warn_overdue
-from .session import ProducerSession
 
 __all__ = [
     "DEFAULT_MAX_PENDING_BYTES",
     "Producer",
+    "encoded_rows",
+    "explicit_ids",
 ]
+
+log = logging.getLogger(__name__)
+T = pb.BaseCommand
 
 #: The byte window of a producer: 32 MiB (six 5 MB messages), as the Java client's
 #: 64 MiB ``memoryLimitBytes`` is for all producers of a client.
 DEFAULT_MAX_PENDING_BYTES = 32 * 1024 * 1024
 
+#: SEND_ERROR codes that resending cannot cure.
+_FATAL_SEND_ERRORS = frozenset({pb.ChecksumError, pb.TopicTerminatedError, pb.NotAllowedError})
 
-class Producer(ProducerSession):
+
+def explicit_ids(
+    table: pa.Table | pa.RecordBatch,
+    first_sequence_id: int | None,
+    sequence_ids: Sequence[int] | np.ndarray | None,
+) -> np.ndarray | None:
+    """The rows' explicit sequence ids (None: the producer's next ones).
+
+    Raises:
+        InvalidArgument: both kinds given, not one id per row, or ids that do not increase.
+    """
+    n = int(table.num_rows)
+    if sequence_ids is None:
+        if first_sequence_id is None:
+            return None
+        return np.arange(first_sequence_id, first_sequence_id + n, dtype=np.int64)
+    if first_sequence_id is not None:
+        msg = "give first_sequence_id or sequence_ids, not both"
+        raise InvalidArgument(msg)
+    ids = np.asarray(sequence_ids, np.int64)
+    if ids.shape != (n,):
+        msg = f"sequence_ids has {len(ids)} ids for {n} rows"
+        raise InvalidArgument(msg)
+    falls = np.flatnonzero(ids[1:] <= ids[:-1])
+    if len(falls):
+        row = int(falls[0]) + 1
+        msg = f"sequence_ids must increase: row {row} has {ids[row]} after {ids[row - 1]}"
+        raise InvalidArgument(msg)
+    return ids
+
+
+def encoded_rows(table: pa.Table | pa.RecordBatch) -> Rows:
+    """The rows of ``table`` encoded one by one for :meth:`.Producer.send_encoded`.
+
+    Raises:
+        InvalidArgument: (a ClientError) columns other than value, key, properties
+            and eventTime, no value column, or a negative event time.
+    """
+    try:
+        return Rows(table)
+    except InvalidRows as exc:
+        raise InvalidArgument(str(exc)) from exc
+
+
+class Producer:
     """Sends messages to one (non-partitioned or partition) topic.
 
     Args:
@@ -71,7 +166,7 @@ class Producer(ProducerSession):
         chunk_max_size: a smaller limit for metadata + payload of one chunk.
         schema: the topic's schema for the broker to register or check (values
             are sent as given: encoding them is the caller's); its version is
-            :attr:`schema_version`.
+            :attr:`schema_version`, and goes into every message, as the Java client does.
         encryption_keys, public_key: end-to-end encryption: key names (``"a,b"`` or
             a list) and their public keys (a PEM URL for every name, or name -> URL
             as JSON or a mapping); each payload is encrypted last, after
@@ -111,25 +206,46 @@ class Producer(ProducerSession):
                 f"{max_pending_messages} and {max_pending_bytes}"
             )
             raise InvalidArgument(msg)
-        super().__init__(
-            lookup,
-            topic,
-            producer_name=producer_name,
-            send_timeout=send_timeout,
-            chunk_max_size=chunk_max_size,
-            schema=schema,
-        )
+        # A Producer keeps under 30 instance attributes: past that, CPython (3.11, 3.12)
+        # stops sharing the instance dict's keys and every self.x in the per-message
+        # path gets slower (send_batch ~7% slower).
+        self.lookup = lookup
+        self.schema = schema
+        #: The broker's version bytes of :attr:`schema` (empty: none).
+        self._schema_version_bytes = b""
+        self.topic = topic
+        self._user_name = producer_name
+        self.name = producer_name or ""
+        self._epoch = 0
+        self._send_timeout = send_timeout
+        self._chunk_max_size = chunk_max_size
+        self._lock = threading.Condition()
+        self._pending: OrderedDict[int, PendingBatch] = OrderedDict()
+        self._pending_messages = 0
+        self._pending_bytes = 0
+        self._error: PulsarError | None = None
+        self._conn: Connection | None = None
+        self._key = Key(Kind.PRODUCER, -1)
+        #: The broker's last persisted sequence id for this producer name when it
+        #: was created (-1: none, or no deduplication).
+        self.last_sequence_id = -1
+        self._closed = False
+        #: 0: attached; 1: re-creating; more: closed again while re-creating.
+        self._reconnecting = 0
         #: What each payload goes through before it is sent: its codec, then (end-to-end
-        #: encryption) the encryptor. One attribute: see the note in ProducerSession.
+        #: encryption) the encryptor. One attribute: see the note above.
         self._sealing = (codec_by_name(compression), encryptor)
-        self._batching = batching
-        self._max_messages = batch_max_messages if batching else 1
-        self._max_bytes = batch_max_bytes
+        self._batcher = Batcher(
+            batching=batching,
+            max_messages=batch_max_messages,
+            max_bytes=batch_max_bytes,
+            limit=self._batch_limit,
+            ship=self._ship,
+            who=self._who,
+        )
         #: At most so many messages and bytes sent and unconfirmed.
-        self._window = (max(max_pending_messages, self._max_messages), max_pending_bytes)
+        self._window = (max(max_pending_messages, self._batcher.max_messages), max_pending_bytes)
         self._chunking = chunking
-        #: The batch being filled.
-        self._open = OpenBatch()
         #: Held by a sender from its first message to its last (its window waits
         #: release the producer lock, never this one): the messages of two senders
         #: never interleave out of sequence-id order.
@@ -143,8 +259,19 @@ class Producer(ProducerSession):
             name=f"pulsar-producer-{topic}",
         ).start()
 
-    def _encrypts(self) -> bool:
-        return self._sealing[1] is not None
+    @property
+    def schema_version(self) -> int | None:
+        """The version of :attr:`schema` the broker gave (None: no schema, or a
+        broker that keeps none, as pulsar-lite)."""
+        return version_from_bytes(self._schema_version_bytes)
+
+    @property
+    def batch_max_messages(self) -> int:
+        """Messages in one batch at most (1 without batching)."""
+        return self._batcher.max_messages
+
+    def _who(self) -> str:
+        return f"producer {self.name} on {self.topic}"
 
     # -- sending -------------------------------------------------------------------
 
@@ -181,7 +308,7 @@ class Producer(ProducerSession):
         pre = encode_pre(head, payload, tail)
         with self._sending, self._lock:
             self._raise_if_failed()
-            self._queue(sequence_id, pre, null, payload, size + len(payload))
+            self._batcher.queue(sequence_id, pre, null, payload, size + len(payload))
         return True
 
     def send_encoded(
@@ -194,54 +321,8 @@ class Producer(ProducerSession):
             return False
         with self._sending, self._lock:
             self._raise_if_failed()
-            self._queue(sequence_id, pre, null, value, size)
+            self._batcher.queue(sequence_id, pre, null, value, size)
         return True
-
-    def _batch_limit(self) -> int:
-        """Bytes of one batch's items at most: the message limit, less room for the
-        metadata, what a codec may add and what encryption adds."""
-        limit = self._message_limit()
-        limit -= limit // 64 + 1024
-        encryptor = self._sealing[1]
-        if encryptor is not None:
-            limit -= encryptor.overhead  # wrapped keys, IV, tag
-        return limit
-
-    def _queue(
-        self, sequence_id: int | None, pre: bytes, null: bool, value: bytes, size: int
-    ) -> None:
-        """Queue one encoded message (lock held); ``size`` is its share of a batch."""
-        if sequence_id is not None:
-            self._take_sequence_id(sequence_id)
-        seq = self._next_seq
-        self._next_seq += 1
-        item = (seq, pre, null, value)
-        if not self._batching:
-            self._seal_alone(item)
-            return
-        # A batch never exceeds the message limit (chunks are never batched):
-        # a message too big to share one goes alone, in chunks if need be.
-        limit = self._batch_limit()
-        if size >= min(self._max_bytes, limit):
-            self._seal()
-            self._seal_alone(item)
-            return
-        batch = self._open
-        if batch.bytes + size > limit:
-            self._seal()
-        batch.add(item_bytes(item), 1, seq, seq, size)
-        if batch.count >= self._max_messages or batch.bytes >= self._max_bytes:
-            self._seal()
-
-    def _take_sequence_id(self, sequence_id: int) -> None:
-        """Make ``sequence_id`` the next one (lock held)."""
-        if sequence_id < self._next_seq:
-            msg = (
-                f"producer {self.name} on {self.topic}: sequence id {sequence_id} is below "
-                f"the next one, {self._next_seq}: ids must increase"
-            )
-            raise ClientError(msg)
-        self._next_seq = sequence_id
 
     def send_batch(
         self,
@@ -257,15 +338,90 @@ class Producer(ProducerSession):
         rows sent (replays the broker already has are skipped, see :meth:`send`).
 
         The rows are encoded column by column into batch items and cut into batches
-        without a Python step per row (:mod:`.columnar_send`).
+        without a Python step per row (:mod:`.batcher`).
 
         Raises:
-            InvalidArgument: both kinds of ids, ids not one per row or not increasing.
+            InvalidArgument: both kinds of ids, ids not one per row or not increasing,
+                rows that cannot be encoded (the message names the row).
+            ClientError: an id below one already used.
+            PulsarError: the producer failed.
         """
         seqs = explicit_ids(table, first_sequence_id, sequence_ids)
-        if not self._batching or not columnar_rows(table):
-            return send_rows(self, table, seqs)
-        return send_columnar(self, table, seqs)
+        if not self._batcher.batching or not columnar_rows(table):
+            return self._send_rows(table, seqs)
+        return self._send_columnar(table, seqs)
+
+    def _send_columnar(self, table: pa.Table | pa.RecordBatch, ids: np.ndarray | None) -> int:
+        """:meth:`send_batch` column by column: the rows are encoded into one buffer of
+        batch items (:func:`~..columnar.rows.send_items.item_block`) while only the send
+        lock is held (receipts keep flowing), then cut into batches under the producer
+        lock."""
+        n = int(table.num_rows)
+        if not n:
+            return 0
+        batcher = self._batcher
+        with self._sending:
+            self._raise_if_failed()
+            if ids is not None:
+                seqs = ids
+                if int(seqs[0]) <= self.last_sequence_id:  # replays the broker has
+                    keep = seqs > self.last_sequence_id
+                    if not keep.any():
+                        return 0
+                    table = table.filter(pa.array(keep))
+                    seqs = seqs[keep]
+            else:
+                # Only senders move the next id, and they hold the send lock.
+                first = batcher.next_seq
+                seqs = np.arange(first, first + n, dtype=np.int64)
+            try:
+                block = item_block(table, seqs)
+            except InvalidRows as exc:
+                raise InvalidArgument(str(exc)) from exc
+            with self._lock:
+                self._raise_if_failed()
+                batcher.queue_block(block, seqs, table)
+        return len(seqs)
+
+    def _send_rows(self, table: pa.Table | pa.RecordBatch, ids: np.ndarray | None) -> int:
+        """:meth:`send_batch` row by row (no batching, or columns of other types)."""
+        rows = encoded_rows(table)
+        last = self.last_sequence_id
+        sent = 0
+        with self._sending, self._lock:
+            self._raise_if_failed()
+            queue = self._batcher.queue
+            seqs: list[int] | list[None] = [None] * rows.n if ids is None else ids.tolist()
+            for seq, pre, null, value, size in zip(
+                seqs, rows.pres, rows.nulls, rows.values, rows.sizes, strict=True
+            ):
+                if seq is not None and seq <= last:
+                    continue
+                queue(seq, pre, null, value, size)
+                sent += 1
+        return sent
+
+    def _batch_limit(self) -> int:
+        """Bytes of one batch's items at most: the message limit, less room for the
+        metadata, what a codec may add and what encryption adds."""
+        limit = self._message_limit()
+        limit -= limit // 64 + 1024
+        encryptor = self._sealing[1]
+        if encryptor is not None:
+            limit -= encryptor.overhead  # wrapped keys, IV, tag
+        return limit
+
+    def _ship(
+        self,
+        items: list[Item] | tuple[bytes | memoryview, int, int, int],
+        count: int,
+        size: int,
+        batched: bool,
+    ) -> None:
+        """A batch the batcher closed (or a message alone): sent once the pending
+        window has room (lock held)."""
+        self._wait_for_room(count, size)
+        self._dispatch(items, count, batched=batched)
 
     def _wait_for_room(self, count: int, size: int) -> None:
         """Wait until ``count`` more messages of ``size`` bytes fit the pending window
@@ -279,19 +435,6 @@ class Producer(ProducerSession):
             self._lock.wait(1.0)  # receipts notify; the send timeout is checked here too
             self._expire()
         self._raise_if_failed()
-
-    def _seal(self) -> None:
-        """Turn the open batch into a SEND frame and send it (lock held)."""
-        if not self._open.count:
-            return
-        payload, count, first, last, size = self._open.take()
-        self._wait_for_room(count, size)
-        self._dispatch((payload, count, first, last), count, batched=True)
-
-    def _seal_alone(self, item: Item) -> None:
-        """Send one message alone (chunked if too big; lock held)."""
-        self._wait_for_room(1, len(item[3]))
-        self._dispatch([item], 1, batched=False)
 
     def _dispatch(
         self,
@@ -354,7 +497,7 @@ class Producer(ProducerSession):
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._sending, self._lock:
-            self._seal()
+            self._batcher.seal()
             while self._pending and self._error is None:
                 left = 1.0 if deadline is None else deadline - time.monotonic()
                 if left <= 0:
@@ -396,13 +539,272 @@ class Producer(ProducerSession):
                 continue
             try:
                 with self._lock:
-                    batch = self._open
-                    if batch.count and time.monotonic() - batch.opened_at >= max_delay:
-                        try:
-                            self._seal()
-                        except PulsarError as exc:  # raised to the next sender
-                            if self._error is None:
-                                self._error = exc
-                                self._lock.notify_all()
+                    try:
+                        self._batcher.seal_due(max_delay)
+                    except PulsarError as exc:  # raised to the next sender
+                        if self._error is None:
+                            self._error = exc
+                            self._lock.notify_all()
             finally:
                 self._sending.release()
+
+    # -- creation ------------------------------------------------------------------
+
+    def _create_first(self) -> None:
+        """The first creation, retried while :func:`.retry.classify` allows, within
+        the operation timeout."""
+        timeout = self.lookup.config.operation_timeout
+        deadline = time.monotonic() + timeout
+        backoff = Backoff()
+        attempts = 0
+        while True:
+            attempts += 1
+            # A CLOSE_PRODUCER (an unload) or a lost connection may come right after
+            # PRODUCER_SUCCESS, before this thread has taken the new attachment as its
+            # own: counted here, it is acted upon below, never by a reconnect racing us.
+            with self._lock:
+                self._reconnecting = 1
+            try:
+                self._create(first=True)
+            except PulsarError as exc:
+                delay = backoff.next()
+                if classify(exc) is Action.FATAL or time.monotonic() + delay > deadline:
+                    if attempts > 1 and hasattr(exc, "add_note"):  # Python 3.11+
+                        exc.add_note(
+                            f"(creating the producer: {attempts} attempts in {timeout:g} s)"
+                        )
+                    raise
+                log.info("creating a producer on %s: %s; again in %.1f s", self.topic, exc, delay)
+                time.sleep(delay)
+            else:
+                with self._lock:
+                    again, self._reconnecting = self._reconnecting > 1, 0
+                if again:
+                    self._schedule_reconnect("closed while it was being created")
+                return
+
+    def _create(self, *, first: bool) -> None:
+        conn = self.lookup.connection_for(self.topic)
+        key = conn.new_key(Kind.PRODUCER)
+        conn.add_handler(key, self)
+        with self._lock:  # from now on, frames for ``key`` are this attachment's
+            self._conn, self._key = conn, key
+        command = commands.producer(
+            conn.new_id(Kind.REQUEST),
+            key.ident,
+            topic=str(self.topic),
+            epoch=self._epoch,
+            producer_name=self.name or None,
+            user_provided_name=self._user_name is not None,
+            schema=self.schema,
+        )
+        # PRODUCER says whether the payloads are encrypted: a namespace that requires
+        # encryption refuses producers that do not.
+        command.producer.encrypted = self._sealing[1] is not None
+        try:
+            frame = conn.request(command)
+        except ServerError as exc:
+            conn.remove_handler(key)
+            raise with_schema_context(exc, "producer on", self.topic, self.schema) from exc
+        except OperationTimeout:
+            # The broker may have created it after all: close it, or its name stays
+            # busy on this live connection (as the Java client does).
+            conn.remove_handler(key)
+            with contextlib.suppress(PulsarError):
+                conn.send_command(commands.close_producer(conn.new_id(Kind.REQUEST), key.ident))
+            raise
+        except BaseException:
+            conn.remove_handler(key)
+            raise
+        success = frame.command.producer_success
+        if self.schema is not None:
+            version_from_bytes(success.schema_version)  # malformed bytes fail the creation
+            self._schema_version_bytes = success.schema_version
+        self.name = success.producer_name
+        if first:
+            self.last_sequence_id = success.last_sequence_id
+            self._batcher.next_seq = max(success.last_sequence_id + 1, 0)
+
+    def _message_limit(self) -> int:
+        """Metadata + payload of one message at most: the broker's limit, or ours."""
+        limit = DEFAULT_MAX_MESSAGE_SIZE
+        if self._conn is not None and self._conn.max_message_size:
+            limit = self._conn.max_message_size
+        if self._chunk_max_size is not None:
+            limit = min(limit, self._chunk_max_size)
+        return limit
+
+    def _transmit(self, batch: PendingBatch) -> None:
+        conn = self._conn
+        if conn is None or self._reconnecting:
+            return  # the reconnect resends everything pending
+        # Encoded at each transmit: the producer id changes on a reconnect.
+        frames = batch.frames(self._key.ident)
+        with contextlib.suppress(ConnectionClosed):  # connection_closed() reconnects
+            for frame in frames:
+                conn.send(frame)
+
+    def _close_on_broker(self) -> None:
+        """Close the producer on the broker (failures are only logged)."""
+        conn, key = self._conn, self._key
+        if conn is not None and not conn.closed:
+            conn.remove_handler(key)
+            close = commands.close_producer(conn.new_id(Kind.REQUEST), key.ident)
+            try:
+                conn.request(close, timeout=5)
+            except PulsarError as exc:
+                log.debug("closing producer %s: %s", self.name, exc)
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            msg = f"producer {self.name} on {self.topic} is closed"
+            raise ClientError(msg)
+
+    # -- from the connection's reader thread ---------------------------------------------
+
+    def frame_received(self, frame: Frame) -> None:
+        command = frame.command
+        if command.type == T.SEND_RECEIPT:
+            receipt = command.send_receipt
+            self._receipt(receipt.sequence_id, current=receipt.producer_id == self._key.ident)
+            return
+        key = route(command)
+        if key is None or key.ident != self._key.ident:
+            return  # for an attachment this producer left: only its receipts still count
+        if command.type == T.SEND_ERROR:
+            error = command.send_error
+            if error.error in _FATAL_SEND_ERRORS:
+                with self._lock:
+                    self._error = server_error(
+                        error.error,
+                        error.message,
+                        context=f"producer {self.name} sending message {error.sequence_id} "
+                        f"to {self.topic}",
+                    )
+                    self._lock.notify_all()
+            else:
+                # This producer alone is re-created; the connection stays.
+                self._schedule_reconnect(f"SEND_ERROR {error.message}", recreate=True)
+        elif command.type in (T.CLOSE_PRODUCER, T.TOPIC_MIGRATED):
+            self._schedule_reconnect(frame.type_name)
+
+    def _receipt(self, sequence_id: int, *, current: bool) -> None:
+        """A receipt (``current``: from the present attachment; an earlier one's,
+        arriving after it was closed for a re-creation, still confirms)."""
+        with self._lock:
+            pending = self._pending
+            batch = pending.pop(sequence_id, None)
+            if batch is None:  # some brokers echo the highest id
+                for first, waiting in pending.items():
+                    if waiting.last == sequence_id:
+                        batch = pending.pop(first)
+                        break
+                else:
+                    return  # a duplicate receipt, or one for a batch that timed out
+            if current and pending and next(iter(pending)) < batch.first and not self._reconnecting:
+                self._receipts_lost(batch.first)
+            if batch.chunks is not None:
+                batch.chunks_confirmed += 1
+                if batch.chunks_confirmed < len(batch.chunks):
+                    pending[batch.first] = batch
+                    pending.move_to_end(batch.first, last=False)
+                    return
+            self._pending_messages -= batch.count
+            self._pending_bytes -= batch.size
+            self._lock.notify_all()
+
+    def _receipts_lost(self, confirmed: int) -> None:
+        """A receipt for ``confirmed`` came while older batches wait: theirs were lost
+        (lock held). Re-create the producer and resend them."""
+        lost = [(b.first, b.last) for b in self._pending.values() if b.first < confirmed]
+        ids = ", ".join(f"{a}" if a == z else f"{a}-{z}" for a, z in lost)
+        log.warning(
+            "producer %s on %s: no receipt for sequence ids %s although %d was confirmed: "
+            "re-creating the producer and sending them again (the broker drops them if it "
+            "deduplicates; otherwise they may be stored twice)",
+            self.name,
+            self.topic,
+            ids,
+            confirmed,
+        )
+        self._schedule_reconnect(f"receipts lost for {ids}", recreate=True)
+
+    def connection_closed(self, error: PulsarError) -> None:
+        self._schedule_reconnect(str(error))
+
+    def _schedule_reconnect(self, reason: str, *, recreate: bool = False) -> None:
+        """Re-attach in a thread of its own: after a lost connection, or (``recreate``)
+        this producer alone on its live connection."""
+        with self._lock:  # re-entrant: receipts call this with it held
+            if self._closed or self._error is not None:
+                return
+            self._reconnecting += 1
+            if self._reconnecting > 1:
+                # Closed again while re-creating (a topic unloaded twice): the
+                # reconnect under way must start over, or the broker would ignore
+                # the SENDs of a producer it no longer has.
+                return
+        threading.Thread(target=self._reconnect, args=(reason, recreate), daemon=True).start()
+
+    def _detach(self, recreate: bool) -> None:
+        """Stop hearing from the current attachment; with ``recreate``, close the
+        producer on its (live) connection first, and keep taking its receipts for an
+        operation timeout (a broker may answer the close before the receipts of what
+        it was still persisting: pulsar-lite does): they confirm, and spare a resend."""
+        conn, key = self._conn, self._key
+        if conn is None:
+            return
+        if recreate and not conn.closed:
+            close = commands.close_producer(conn.new_id(Kind.REQUEST), key.ident)
+            try:
+                conn.request(close)
+            except PulsarError as exc:
+                log.info(
+                    "closing producer %s on %s to re-create it: %s", self.name, self.topic, exc
+                )
+            later = threading.Timer(conn.operation_timeout, conn.remove_handler, (key,))
+            later.daemon = True
+            later.start()
+            return
+        conn.remove_handler(key)
+
+    def _reconnect(self, reason: str, recreate: bool) -> None:
+        self._detach(recreate)
+        backoff = Backoff()
+        timeout = self._send_timeout
+        deadline = time.monotonic() + timeout if timeout > 0 else float("inf")
+        while True:
+            log.info("producer %s on %s reconnecting (%s)", self.name, self.topic, reason)
+            if not recreate:
+                time.sleep(backoff.next())
+            recreate = False
+            with self._lock:
+                if self._closed or self._error is not None:
+                    self._reconnecting = 0
+                    return
+                self._reconnecting = 1
+            try:
+                self._epoch += 1
+                self._create(first=False)
+            except PulsarError as exc:
+                # The broker may still hold the producer of the lost connection for a
+                # moment: its name is busy until then.
+                if not may_retry(exc) or time.monotonic() > deadline:
+                    with self._lock:
+                        if self._error is None:
+                            self._error = exc
+                        self._reconnecting = 0
+                        self._lock.notify_all()
+                    return
+                reason = str(exc)
+                continue
+            with self._lock:
+                if self._reconnecting == 1:
+                    self._reconnecting = 0
+                    for batch in self._pending.values():
+                        self._transmit(batch)
+                    return
+            reason = "closed again while re-creating"
+            self._detach(False)

@@ -1,7 +1,7 @@
 """A producer's oldest receipt overdue: the last batch's receipt lost, which no later one reveals.
 
 Receipts come in order, so a lost receipt is found when the next one comes
-(:meth:`~.session.ProducerSession._receipt`). The last batch's has no
+(:meth:`~.producer.Producer._receipt`). The last batch's has no
 next: with a send timeout it fails the producer in the end, but with none
 (``send_timeout=0``, as Pulsar's deduplication guide recommends) ``flush()``
 would wait for ever. So when the oldest pending batch (or its next chunk) has

@@ -16,14 +16,12 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from pulsar_spark.client.write.columnar_send import encoded_rows
 from pulsar_spark.columnar.rows.encode import InvalidRows, partition_key_text
-from pulsar_spark.columnar.rows.send_items import _column, _event_times, _properties, columnar_rows
+from pulsar_spark.columnar.rows.send_items import check_items, columnar_rows
 
 from ..errors import InvalidArgument
-from .columnar_send import explicit_ids
 from .partition_hash import java_string_hash, row_partitions
-from .producer import Producer
+from .producer import Producer, encoded_rows, explicit_ids
 
 __all__ = [
     "PartitionedProducer",
@@ -38,7 +36,7 @@ class PartitionedProducer:
         self._n = len(producers)
         #: Keyless messages per partition before the next one: the producers' batch
         #: size by default (1 without batching), so that a switch ends a batch.
-        most = producers[0]._max_messages if switch_every is None else switch_every
+        most = producers[0].batch_max_messages if switch_every is None else switch_every
         self._switch_every = max(most, 1)
         self._sent_keyless = 0
 
@@ -103,14 +101,8 @@ class PartitionedProducer:
     def _check(self, table: pa.Table | pa.RecordBatch, parts: np.ndarray) -> None:
         """Raise for what the columnar encoding refuses (a negative event time, a
         property with a null value), naming the table's row, its partition and topic."""
-        names = table.schema.names
         try:
-            if "eventTime" in names:
-                _event_times(_column(table, "eventTime"))
-            if "properties" in names:
-                column = _column(table, "properties")
-                if column.items.null_count:  # maybe only under null maps: look closer
-                    _properties(column, int(table.num_rows))
+            check_items(table)
         except InvalidRows as exc:
             where = ""
             if exc.row is not None:

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 
 from pulsar_spark.protocol.batch import split_batch
 from pulsar_spark.protocol.entry import Entry
-from pulsar_spark.protocol.entry_messages import text
 from pulsar_spark.protocol.errors import ProtocolError
 from pulsar_spark.protocol.ids.message_id import to_signed64
 from pulsar_spark.protocol.topics import base_topic
+from pulsar_spark.protocol.wire import text
 
 from ..arrays import Bytes, Int64s, Ints, Mask
 from ..pool import Pool
@@ -41,7 +41,7 @@ from .columns import (
     timestamp_column,
     with_nulls,
 )
-from .guesses import Relocate, check_guesses, place
+from .guesses import place, wrong_guess
 from .items import locate_by_headers, locate_items, locate_uniform
 from .message_ids import with_id_parts
 from .schema import ROW_SCHEMA, empty_batch
@@ -203,9 +203,10 @@ class ArrowBatchBuilder:
 
     def _locate(
         self, data: Bytes, item_first: Int64s, exact: set[int]
-    ) -> tuple[Int64s, Int64s, Mask]:
+    ) -> tuple[Int64s, Int64s, Mask] | int:
         """Per item over all entries: payload start (in the pool) and size; and
-        whether the place was guessed (to be checked against its metadata).
+        whether the place was guessed (to be checked against its metadata). Or an
+        entry whose items are not where they were guessed to be, to split exactly.
 
         Entries in ``exact`` are split by :func:`~pulsar_spark.protocol.batch.split_batch`.
         """
@@ -271,8 +272,8 @@ class ArrowBatchBuilder:
             else:
                 try:
                     rel_starts, rel_sizes = locate_items(part, count)
-                except ProtocolError as exc:  # split_batch gives the verdict
-                    raise Relocate(e) from exc
+                except ProtocolError:  # split_batch gives the verdict
+                    return e
                 guessed[first : first + count] = True
             if count == 1:
                 starts[first] = base + rel_starts[0]
@@ -285,18 +286,24 @@ class ArrowBatchBuilder:
     def _build(self) -> pa.RecordBatch:
         exact: set[int] = set()
         while True:  # at most once more per entry whose guessed layout was wrong
-            try:
-                return self._build_located(exact)
-            except Relocate as again:  # noqa: PERF203 (rare)
-                exact.add(again.entry)
+            built = self._build_located(exact)
+            if isinstance(built, int):
+                exact.add(built)
+            else:
+                return built
 
-    def _build_located(self, exact: set[int]) -> pa.RecordBatch:
+    def _build_located(self, exact: set[int]) -> pa.RecordBatch | int:
+        """The batch; or an entry whose items were not where they were guessed to be,
+        which the next attempt splits exactly."""
         data = self._pool.view()
         item_counts = np.array(self._item_counts, np.int64)
         item_first = np.cumsum(item_counts) - item_counts
         item_entry = np.repeat(np.arange(len(item_counts)), item_counts)
         entry_base = np.array(self._entry_base, np.int64)
-        starts, sizes, guessed = self._locate(data, item_first, exact)
+        located = self._locate(data, item_first, exact)
+        if isinstance(located, int):
+            return located
+        starts, sizes, guessed = located
         # An item's metadata ends where its payload starts, and begins after
         # the 4-byte size that follows the previous item's payload (or that
         # opens its entry's data).
@@ -314,10 +321,12 @@ class ArrowBatchBuilder:
         except ProtocolError as exc:
             row = getattr(exc, "item", None)
             if row is not None and guessed[picked[row]]:
-                raise Relocate(int(row_entry[row])) from exc
+                return int(row_entry[row])
             where = row_id(self._prefixes, row_entry, batch_indexes, row)
             raise type(exc)(exc.reason, message_id=where) from exc
-        check_guesses(cols, data, smm_starts, starts, sizes, guessed, picked, item_entry)
+        wrong = wrong_guess(cols, data, smm_starts, starts, sizes, guessed, picked, item_entry)
+        if wrong is not None:
+            return wrong
         if cols.compacted_out.any():
             # select() leaves them in for entries added before being located: drop them
             # before their fields are looked at, as select() would have.

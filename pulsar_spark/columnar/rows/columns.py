@@ -11,8 +11,9 @@ import numpy as np
 import pyarrow as pa
 
 from pulsar_spark.columnar.rows.smm.schema import SmmColumns
-from pulsar_spark.protocol.entry_messages import decode_key, text
+from pulsar_spark.protocol.entry_messages import decode_key
 from pulsar_spark.protocol.errors import CorruptMessage, ProtocolError
+from pulsar_spark.protocol.wire import text
 
 from ..arrays import Ints, Mask, UInt64s
 from ..gather import gather_binary, map_array

@@ -1,4 +1,5 @@
-"""Guessed item places checked against the items' metadata: an entry guessed wrong is relocated."""
+"""Guessed item places checked against the items' metadata (an entry guessed wrong is split
+exactly)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,7 @@ from pulsar_spark.protocol.errors import ProtocolError
 from ..arrays import Bytes, Ints, Mask
 from .smm.columns import decode_smm_columns
 
-__all__ = ["Relocate", "check_guesses", "place"]
-
-
-class Relocate(Exception):
-    """An entry's items were not where they were guessed to be: split it exactly."""
-
-    def __init__(self, entry: int) -> None:
-        super().__init__(entry)
-        self.entry = entry
+__all__ = ["place", "wrong_guess"]
 
 
 def place(
@@ -42,7 +35,7 @@ def place(
     guessed[where] = True
 
 
-def check_guesses(
+def wrong_guess(
     cols: SmmColumns,
     data: Bytes,
     smm_starts: Ints,
@@ -51,27 +44,28 @@ def check_guesses(
     guessed: Mask,
     picked: Ints,
     item_entry: Ints,
-) -> None:
-    """Raise :class:`Relocate` for an entry whose guessed item places do not
-    agree with its items' ``payload_size``.
+) -> int | None:
+    """An entry whose guessed item places do not agree with its items'
+    ``payload_size`` (to be split exactly); None when every guess holds.
 
     Every item of a guessed entry is checked, picked or not: item ``k + 1``
     is where the guess put it only if item ``k``'s size was right.
     """
     wrong = guessed[picked] & (~cols.has_payload_size | (cols.payload_size != sizes[picked]))
     if wrong.any():
-        raise Relocate(int(item_entry[picked[int(np.flatnonzero(wrong)[0])]]))
+        return int(item_entry[picked[int(np.flatnonzero(wrong)[0])]])
     unpicked = np.ones(len(starts), np.bool_)
     unpicked[picked] = False
     unpicked &= guessed
     if not unpicked.any():
-        return
+        return None
     others = np.flatnonzero(unpicked)
     try:
         more = decode_smm_columns(data, smm_starts[others], starts[others])
     except ProtocolError as exc:
         row = getattr(exc, "item", None)
-        raise Relocate(int(item_entry[others[row or 0]])) from exc
+        return int(item_entry[others[row or 0]])
     wrong = ~more.has_payload_size | (more.payload_size != sizes[others])
     if wrong.any():
-        raise Relocate(int(item_entry[others[int(np.flatnonzero(wrong)[0])]]))
+        return int(item_entry[others[int(np.flatnonzero(wrong)[0])]])
+    return None

@@ -35,7 +35,8 @@ import struct
 
 import numpy as np
 
-from pulsar_spark.protocol.errors import BatchDecodeError
+from pulsar_spark.protocol.errors import BatchDecodeError, WireError
+from pulsar_spark.protocol.wire import read_varint
 
 from ..arrays import Bytes, Int64s, Ints, Mask
 
@@ -116,40 +117,32 @@ def locate_items(data: bytes | bytearray | memoryview, count: int) -> tuple[list
 
 def _payload_size(view: bytes | memoryview, pos: int, end: int, index: int) -> int:
     """The first ``payload_size`` in the metadata at ``view[pos:end]``, by walking its fields."""
-    while pos < end:
-        tag, pos = _varint(view, pos, end, index)
-        wire = tag & 7
-        if tag == _PAYLOAD_SIZE_TAG:
-            value, _ = _varint(view, pos, end, index)
-            size = value & 0xFFFF_FFFF
-            if size & 0x8000_0000:  # an int32 below zero
+    try:
+        while pos < end:
+            tag, pos = read_varint(view, pos, end)
+            wire = tag & 7
+            if tag == _PAYLOAD_SIZE_TAG:
+                value, _ = read_varint(view, pos, end)
+                size = value & 0xFFFF_FFFF
+                if size & 0x8000_0000:  # an int32 below zero
+                    break
+                return size
+            if wire == 0:
+                _, pos = read_varint(view, pos, end)
+            elif wire == 2:
+                length, pos = read_varint(view, pos, end)
+                pos += length
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            else:
                 break
-            return size
-        if wire == 0:
-            _, pos = _varint(view, pos, end, index)
-        elif wire == 2:
-            length, pos = _varint(view, pos, end, index)
-            pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            break
+    except WireError:
+        # ``pos`` is where the varint that did not read starts: it reads at most 10 bytes.
+        msg = f"metadata of batch item {index} has a varint cut off at byte {min(end, pos + 10)}"
+        raise BatchDecodeError(msg, item=index) from None
     msg = f"batch item {index} has no readable payload_size in its metadata"
-    raise BatchDecodeError(msg, item=index)
-
-
-def _varint(view: bytes | memoryview, pos: int, end: int, index: int) -> tuple[int, int]:
-    value = shift = 0
-    while pos < end and shift < 70:
-        byte = view[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-    msg = f"metadata of batch item {index} has a varint cut off at byte {pos}"
     raise BatchDecodeError(msg, item=index)
 
 

@@ -43,7 +43,7 @@ from ..pieces import (
 )
 from .encode import ALLOWED_COLUMNS, NULL_KEY, InvalidRows, check_columns, separated_keys
 
-__all__ = ["ItemBlock", "columnar_rows", "item_block"]
+__all__ = ["ItemBlock", "check_items", "columnar_rows", "item_block"]
 
 #: Millisecond factors of a timestamp unit: (multiply, floor-divide).
 _TO_MILLIS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
@@ -212,6 +212,23 @@ def _sized(fields: list[Piece], n: int) -> list[Piece]:
     for piece in fields:
         smm += piece.lens
     return [fixed(smm.astype(">u4").view(np.uint8).reshape(n, 4)), *map(_as_fixed, fields)]
+
+
+def check_items(table: pa.Table | pa.RecordBatch) -> None:
+    """Raise for what :func:`item_block` refuses in the values of a table
+    :func:`columnar_rows` takes (a negative event time, a property with a null value),
+    without building the items.
+
+    Raises:
+        InvalidRows: naming the row.
+    """
+    names = table.schema.names
+    if "eventTime" in names:
+        _event_times(_column(table, "eventTime"))
+    if "properties" in names:
+        column = _column(table, "properties")
+        if column.items.null_count:  # maybe only under null maps: look closer
+            _properties(column, int(table.num_rows))
 
 
 def item_block(table: pa.Table | pa.RecordBatch, seqs: Int64s) -> ItemBlock:

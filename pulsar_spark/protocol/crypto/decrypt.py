@@ -1,4 +1,4 @@
-"""Decryption of end-to-end encrypted messages: :class:`Decryptor`, data-key cache, failure actions.
+"""Decryption of end-to-end encrypted messages and chunks: :class:`Decryptor`, failure actions.
 
 A producer with encryption keys encrypts each payload it sends (a batch, a
 single message, or one chunk) with AES-256-GCM under a random *data key*,
@@ -22,6 +22,9 @@ applies the *crypto failure action* when a message does not decrypt:
              batch not split), marked with :data:`ENCRYPTED_PROPERTIES` so that
              nothing takes it for plaintext.
 
+:func:`open_chunk` decrypts one chunk of a large message, before the chunks
+are put together (each chunk is encrypted on its own).
+
 Nothing here holds key material in a repr or an error text.
 """
 
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .. import PulsarApi_pb2 as pb
+from ..wire import text
 from .errors import (
     CiphertextError,
     CryptoKeyError,
@@ -43,13 +47,13 @@ from .errors import (
 )
 from .fields import (
     DEFAULT_KEY_HINT,
+    TAG_SIZE,
     CryptoFailureAction,
     EncryptionInfo,
     crypto_failure_action,
     encryption_info,
     key_names,
     still_encrypted,
-    text,
 )
 from .key_wrap import UnwrapFailed, check_private_key, unwrap_data_key
 
@@ -61,6 +65,7 @@ if TYPE_CHECKING:  # cryptography is loaded where a message is decrypted
 __all__ = [
     "Decrypted",
     "Decryptor",
+    "open_chunk",
 ]
 
 _V = TypeVar("_V")
@@ -259,3 +264,50 @@ def _checked(key: object, what: str) -> PrivateKey:
     except TypeError as exc:
         msg = f"{what} cannot decrypt: {exc}"
         raise CryptoKeyError(msg) from None
+
+
+def open_chunk(
+    decrypt: Decryptor | None,
+    metadata: pb.MessageMetadata,
+    payload: bytes | memoryview,
+    *,
+    message_id: str,
+) -> tuple[pb.MessageMetadata, bytes | memoryview] | None:
+    """One chunk of a large message, decrypted before the chunks are put together.
+
+    Each chunk is encrypted on its own (its own IV), so it is decrypted on
+    its own. Returns the chunk unchanged when it is not encrypted; decrypted,
+    with a copy of its metadata without encryption fields (so the message put
+    together is plain); None when the failure action discarded it (each chunk
+    of the message counts once in :attr:`Decryptor.discarded`). With no
+    decryptor (an id-level scan needs no key), the chunk stays encrypted, its
+    tag cut so that the chunks add up to the declared size: the message put
+    together still carries ``encryption_keys``, so that opening it without a
+    key fails (:func:`~.entry.open_entry`).
+
+    Raises:
+        DecryptionError: it does not decrypt and the action is ``fail``, or
+            ``consume``: chunks handed on encrypted would not go back together
+            (each has its own IV); the text says to use ``discard``.
+    """
+    if not metadata.encryption_keys:
+        return metadata, payload
+    if decrypt is None:
+        return metadata, payload[: max(0, len(payload) - TAG_SIZE)]
+    opened = decrypt.open(metadata, payload, message_id=message_id)
+    if opened.outcome == "discarded":
+        return None
+    if opened.outcome == "encrypted":
+        msg = (
+            f"chunk {metadata.chunk_id} of chunked message {text(metadata.uuid)!r} does not "
+            "decrypt, and a chunked message cannot be handed on encrypted (each chunk has its "
+            "own IV): give its private key, or use the crypto failure action discard"
+        )
+        raise DecryptionError(
+            msg, topic=decrypt.topic, message_id=message_id, key_names=opened.key_names
+        )
+    plain = pb.MessageMetadata()
+    plain.CopyFrom(metadata)
+    for name in ("encryption_keys", "encryption_param", "encryption_algo"):
+        plain.ClearField(name)
+    return plain, bytes(opened.payload)  # bytes already: no copy

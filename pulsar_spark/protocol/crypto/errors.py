@@ -11,6 +11,7 @@
     |   |   +-- CiphertextError      AES-GCM authentication failed (corrupted, altered)
     |   |   +-- EncryptionMetadataError  its encryption fields are unusable
     |   +-- EncryptionError          a payload that could not be encrypted on write
+    |   +-- UnwrapFailed             (key_wrap) a wrapped data key this private key does not open
     +-- InvalidArgument
         +-- CryptoKeyError           a key (PEM, URL, type) that cannot be used
 

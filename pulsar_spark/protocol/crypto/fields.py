@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from .. import PulsarApi_pb2 as pb
 from ..errors import InvalidArgument
-from .errors import DecryptionError, MissingPrivateKey
-
-if TYPE_CHECKING:
-    from .decrypt import Decryptor
+from ..wire import text
+from .errors import MissingPrivateKey
 
 #: Bytes the AES-GCM tag adds to each encrypted payload.
 TAG_SIZE = 16
@@ -36,9 +34,7 @@ __all__ = [
     "is_encrypted",
     "key_names",
     "missing_key_error",
-    "open_chunk",
     "still_encrypted",
-    "text",
 ]
 
 CryptoFailureAction = Literal["fail", "discard", "consume"]
@@ -159,54 +155,3 @@ def still_encrypted(metadata: pb.MessageMetadata, names: tuple[str, ...]) -> pb.
 
 def key_names(metadata: pb.MessageMetadata) -> tuple[str, ...]:
     return tuple(text(k.key) for k in metadata.encryption_keys)
-
-
-def text(value: str | bytes) -> str:
-    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
-
-
-def open_chunk(
-    decrypt: Decryptor | None,
-    metadata: pb.MessageMetadata,
-    payload: bytes | memoryview,
-    *,
-    message_id: str,
-) -> tuple[pb.MessageMetadata, bytes | memoryview] | None:
-    """One chunk of a large message, decrypted before the chunks are put together.
-
-    Each chunk is encrypted on its own (its own IV), so it is decrypted on
-    its own. Returns the chunk unchanged when it is not encrypted; decrypted,
-    with a copy of its metadata without encryption fields (so the message put
-    together is plain); None when the failure action discarded it (each chunk
-    of the message counts once in :attr:`Decryptor.discarded`). With no
-    decryptor (an id-level scan needs no key), the chunk stays encrypted, its
-    tag cut so that the chunks add up to the declared size: the message put
-    together still carries ``encryption_keys``, so that opening it without a
-    key fails (:func:`~.entry.open_entry`).
-
-    Raises:
-        DecryptionError: it does not decrypt and the action is ``fail``, or
-            ``consume``: chunks handed on encrypted would not go back together
-            (each has its own IV); the text says to use ``discard``.
-    """
-    if not metadata.encryption_keys:
-        return metadata, payload
-    if decrypt is None:
-        return metadata, payload[: max(0, len(payload) - TAG_SIZE)]
-    opened = decrypt.open(metadata, payload, message_id=message_id)
-    if opened.outcome == "discarded":
-        return None
-    if opened.outcome == "encrypted":
-        msg = (
-            f"chunk {metadata.chunk_id} of chunked message {text(metadata.uuid)!r} does not "
-            "decrypt, and a chunked message cannot be handed on encrypted (each chunk has its "
-            "own IV): give its private key, or use the crypto failure action discard"
-        )
-        raise DecryptionError(
-            msg, topic=decrypt.topic, message_id=message_id, key_names=opened.key_names
-        )
-    plain = pb.MessageMetadata()
-    plain.CopyFrom(metadata)
-    for name in ("encryption_keys", "encryption_param", "encryption_algo"):
-        plain.ClearField(name)
-    return plain, bytes(opened.payload)  # bytes already: no copy

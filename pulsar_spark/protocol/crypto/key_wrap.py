@@ -25,6 +25,8 @@ import hmac
 import struct
 from typing import TYPE_CHECKING, Any
 
+from .errors import CryptoError
+
 # ``cryptography`` (~45 ms to import) is loaded by the functions that use it: a read or a
 # write without encryption never does.
 if TYPE_CHECKING:
@@ -48,8 +50,12 @@ _TAG_SIZE = 20  # HMAC-SHA1, not truncated
 _LENGTH_TAG = bytes(8)  # the length of the (absent) encoding vector, as a 64-bit zero
 
 
-class UnwrapFailed(Exception):
-    """A wrapped data key that the private key given does not open (the text says why)."""
+class UnwrapFailed(CryptoError):
+    """A wrapped data key that the private key given does not open (the text says why).
+
+    :class:`~.decrypt.Decryptor` turns it into a :class:`~.errors.DataKeyError`
+    naming the message.
+    """
 
 
 def _oaep() -> Any:

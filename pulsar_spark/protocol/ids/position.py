@@ -22,11 +22,11 @@ from typing import Literal
 from ..errors import PulsarError
 from .message_id import EARLIEST, LATEST, MessageId
 
-__all__ = ["InvalidPosition", "Kind", "Position"]
+__all__ = ["InvalidPosition", "PositionKind", "Position"]
 
-Kind = Literal["earliest", "latest", "from", "after", "time"]
+PositionKind = Literal["earliest", "latest", "from", "after", "time"]
 
-_PREFIXES: tuple[Kind, ...] = ("from", "after", "time")
+_PREFIXES: tuple[PositionKind, ...] = ("from", "after", "time")
 
 
 class InvalidPosition(PulsarError, ValueError):
@@ -37,7 +37,7 @@ class InvalidPosition(PulsarError, ValueError):
 class Position:
     """A start or end of a read. Build one with the class methods, not the fields."""
 
-    kind: Kind
+    kind: PositionKind
     message_id: MessageId | None = None
     time_ms: int | None = None
 

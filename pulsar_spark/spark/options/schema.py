@@ -100,7 +100,7 @@ def json_schema(name: str, value: str) -> SchemaInfo:
     if text[:1] in ("{", "[", '"'):
         definition = _avro_json(name, text)
         return _checked(name, SchemaInfo.json(json.dumps(definition, separators=(",", ":"))))
-    from pulsar_spark.columnar.values.arrow_types import avro_schema_for
+    from pulsar_spark.columnar.values.avro.arrow_types import avro_schema_for
     from pulsar_spark.columnar.values.errors import SchemaError
 
     from ..ddl import DdlError, parse_ddl

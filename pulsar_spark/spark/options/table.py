@@ -29,7 +29,6 @@ from . import crypto
 from . import keystore as ks
 from . import reading as rd
 from . import schema as sch
-from . import trigger as trig
 from . import values as v
 from .auth import auth_plugin
 
@@ -160,8 +159,8 @@ OPTIONS: tuple[Option, ...] = (
            "a micro-batch waits until this many messages are there, or `maxTriggerDelay` "
            "passed since the last micro-batch; ignored by `Trigger.AvailableNow` and "
            "`Trigger.Once` (Spark 4.2+)"),
-    Option("maxTriggerDelay", (), STREAM_READ, trig.duration_ms, "max_trigger_delay_ms",
-           trig.DEFAULT_MAX_TRIGGER_DELAY,
+    Option("maxTriggerDelay", (), STREAM_READ, v.duration_ms, "max_trigger_delay_ms",
+           "15m",  # Kafka's default
            "longest wait for `minRecordsPerTrigger` (Spark's durations: `30s`, `15m`, "
            "`500ms`; a bare number is milliseconds)"),
     Option("subscriptionName", ("predefinedSubscription",), STREAM_READ, v.subscription,

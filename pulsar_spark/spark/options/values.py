@@ -110,6 +110,28 @@ def micros(name: str, value: str) -> float:
     return positive(name, value) / 1e6
 
 
+_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+_UNITS_MS["d"] = 24 * _UNITS_MS["h"]
+_DURATION = re.compile(r"(\d+)\s*([a-z]+)?")
+
+
+def duration_ms(name: str, value: str) -> int:
+    """A positive duration in Spark's syntax as whole milliseconds (``maxTriggerDelay``):
+    an integer with ``us``, ``ms``, ``s``, ``m``/``min``, ``h`` or ``d`` (``15m``, ``30s``,
+    ``500ms``); a bare integer is milliseconds, as Spark's ``timeStringAsMs`` reads it."""
+    found = _DURATION.fullmatch(value.strip().lower())
+    unit = found.group(2) if found else None
+    if found is None or (unit is not None and unit not in _UNITS_MS):
+        units = ", ".join(_UNITS_MS)
+        msg = f"expected a duration such as 15m, 30s or 500ms (units: {units}), got {value!r}"
+        raise PulsarOptionError(name, msg)
+    ms = int(int(found.group(1)) * _UNITS_MS[unit or "ms"])
+    if ms < 1:
+        msg = f"expected a duration of at least 1ms, got {value!r}"
+        raise PulsarOptionError(name, msg)
+    return ms
+
+
 _CODECS = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
 
 

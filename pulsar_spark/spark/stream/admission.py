@@ -17,7 +17,7 @@ Options (Spark 4.2+, where Python sources get ``latestOffset(start, limit)``):
 Both maxima hold together. Budgets are shared fairly (:func:`admit`): each
 partition with data gets an equal share of what is left, what one cannot use
 goes to the others in the next round; the driver counts ahead with an id scan
-that also gives payload sizes (:func:`~..client.sized_scan.scan_sizes`), no
+that also gives payload sizes (:meth:`~pulsar_spark.client.PulsarClient.scan_sizes`), no
 admin API.
 
 Spark carries one limit from ``getDefaultReadLimit()`` to ``latestOffset``
@@ -40,13 +40,13 @@ import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
-from pulsar_spark.client.read.sized_scan import SizedRef
+from pulsar_spark.client import SizedRef
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
 
 from ..compat import require_spark, spark_version
+from ..errors import PulsarOptionError
 from ..options.parse import PulsarOptions
-from ..options.trigger import check_trigger_limits
 from .offsets import EARLIEST, Offsets, reaches
 
 __all__ = [
@@ -89,6 +89,31 @@ _LIMITS = {
 }
 
 
+def _check_limits(options: PulsarOptions) -> None:
+    """Checks across the admission-control options of a stream read.
+
+    Raises:
+        PulsarOptionError: ``minRecordsPerTrigger`` above ``maxRecordsPerTrigger``
+            (naming both), or ``maxTriggerDelay`` without ``minRecordsPerTrigger``.
+    """
+    low, high = options.min_records_per_trigger, options.max_records_per_trigger
+    if low is not None and high is not None and low > high:
+        msg = (
+            f"minRecordsPerTrigger ({low}) is above maxRecordsPerTrigger ({high}): a "
+            "micro-batch could never hold its minimum; lower minRecordsPerTrigger or raise "
+            "maxRecordsPerTrigger"
+        )
+        name = "minRecordsPerTrigger"
+        raise PulsarOptionError(name, msg)
+    if "maxTriggerDelay" in options.given and low is None:
+        msg = (
+            "applies with minRecordsPerTrigger (alias minOffsetsPerTrigger) only: it bounds "
+            "how long a micro-batch waits for that minimum; set both, or remove it"
+        )
+        name = "maxTriggerDelay"
+        raise PulsarOptionError(name, msg)
+
+
 @dataclass(frozen=True)
 class TriggerLimits:
     """The admission-control options of one stream read."""
@@ -106,7 +131,7 @@ class TriggerLimits:
             PulsarOptionError: options that contradict each other.
             SparkVersionError: a limit on a Spark that cannot keep it (before 4.2).
         """
-        check_trigger_limits(options)
+        _check_limits(options)
         for name, field in _LIMITS.items():
             if getattr(options, field) is not None:
                 # Older Sparks never tell a Python source where a micro-batch starts

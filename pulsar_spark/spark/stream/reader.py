@@ -42,10 +42,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from pulsar_spark.client import PulsarClient
+from pulsar_spark.client import PulsarClient, SizedRef
 from pulsar_spark.client.names import parse_topic
 from pulsar_spark.client.read.last_ids import LastIds, PartitionEnd
-from pulsar_spark.client.read.sized_scan import SizedRef, scan_sizes
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
 
@@ -430,7 +429,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, topic: str, start: Position, end: Position, limit: int | None
     ) -> Generator[SizedRef, None, None]:
         window = self.options.receiver_queue_size
-        return scan_sizes(self.client, topic, start, end, limit, receiver_queue_size=window)
+        return self.client.scan_sizes(topic, start, end, limit, receiver_queue_size=window)
 
     def _scan_ids(
         self, topic: str, start: Position, end: Position, limit: int

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...arrays import Int64s, Ints, Mask
-from ...gather import gather_binary
+from ...arrays import Int64s, Ints
+from ...gather import gather_binary, utf8_errors
 from .lanes import Lanes
 
-__all__ = ["bytes_array", "decimal_array", "number_array", "utf8_errors"]
+__all__ = ["bytes_array", "decimal_array", "number_array"]
 
 
 def number_array(values: np.ndarray[Any, Any], out: pa.DataType) -> pa.Array:
@@ -54,36 +54,6 @@ def bytes_array(
         lanes.fail(bad, path, "text that is not valid UTF-8")
         return gather_binary(lanes.data, start, np.where(bad, 0, length)).view(pa.string())
     return text
-
-
-def utf8_errors(binary: pa.Array) -> Mask | None:
-    """Which elements of a binary array are not UTF-8; None when all are."""
-    if not len(binary):
-        return None
-    data = binary.buffers()[2]
-    if data is None:
-        return None
-    offsets = np.frombuffer(binary.buffers()[1], np.int32, len(binary) + 1, 4 * binary.offset)
-    chunk = np.frombuffer(data, np.uint8, int(offsets[-1] - offsets[0]), int(offsets[0]))
-    if not len(chunk) or chunk.max() < 0x80:
-        return None
-    try:
-        binary.view(pa.string()).validate(full=True)
-    except pa.ArrowInvalid:
-        pass
-    else:
-        return None
-    # Error path only: find the elements.
-    return np.array([not _is_utf8(v) for v in binary.to_pylist()], bool)
-
-
-def _is_utf8(value: bytes | None) -> bool:
-    try:
-        if value is not None:
-            value.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def decimal_array(lanes: Lanes, start: Ints, length: Ints, out: pa.DataType, path: str) -> pa.Array:

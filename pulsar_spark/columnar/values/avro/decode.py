@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...arrays import Mask
-from ..arrow_types import EnumMode, avro_arrow_field
+from .arrow_types import EnumMode, avro_arrow_field
 from .lanes import Failures, Lanes, collected, expand
 from .nodes import Node
 from .plan import compile_plan

@@ -25,10 +25,6 @@ __all__ = ["default_array"]
 _EXACT = Context(prec=100)
 
 
-class _Bad(ValueError):
-    pass
-
-
 def default_array(field: Field, dtype: pa.DataType, *, topic: str = "", path: str = "") -> pa.Array:
     """A one-value array of ``dtype`` holding the field's default.
 
@@ -40,7 +36,7 @@ def default_array(field: Field, dtype: pa.DataType, *, topic: str = "", path: st
         raise SchemaResolutionError(msg, topic=topic, field=path)
     try:
         return pa.array([_python(field.type, field.default)], dtype)
-    except (_Bad, TypeError, ValueError, ArithmeticError, pa.ArrowException) as exc:
+    except (TypeError, ValueError, ArithmeticError, pa.ArrowException) as exc:
         msg = f"the default {json.dumps(field.default)} does not fit the field's type ({exc})"
         raise SchemaResolutionError(msg, topic=topic, field=path) from None
 
@@ -56,12 +52,12 @@ def _python(node: AvroType, value: object) -> object:
     if isinstance(node, Enum):
         if value not in node.symbols:
             msg = f"{value!r} is not a symbol of {node.name}"
-            raise _Bad(msg)
+            raise ValueError(msg)
         return value
     if isinstance(node, Record):
         if not isinstance(value, dict):
             msg = "a record default is an object"
-            raise _Bad(msg)
+            raise ValueError(msg)
         out: dict[str, object] = {}
         for f in node.fields:
             if f.name in value:
@@ -70,14 +66,14 @@ def _python(node: AvroType, value: object) -> object:
                 out[f.name] = _python(f.type, f.default)
             else:
                 msg = f"field {f.name} missing"
-                raise _Bad(msg)
+                raise ValueError(msg)
         return out
     if node.kind == "array" and isinstance(value, list):
         return [_python(node.items, v) for v in value]  # type: ignore[union-attr]
     if node.kind == "map" and isinstance(value, dict):
         return [(k, _python(node.values, v)) for k, v in value.items()]  # type: ignore[union-attr]
     msg = f"not a {node.kind}"
-    raise _Bad(msg)
+    raise ValueError(msg)
 
 
 def _scalar(node: Primitive | Fixed, value: object) -> object:
@@ -85,7 +81,7 @@ def _scalar(node: Primitive | Fixed, value: object) -> object:
     if kind == "null":
         if value is not None:
             msg = "not null"
-            raise _Bad(msg)
+            raise ValueError(msg)
         return None
     if kind == "boolean" and isinstance(value, bool):
         return value
@@ -103,10 +99,10 @@ def _scalar(node: Primitive | Fixed, value: object) -> object:
         raw = value.encode("latin-1")
         if isinstance(node, Fixed) and len(raw) != node.size:
             msg = f"{len(raw)} bytes for a fixed of {node.size}"
-            raise _Bad(msg)
+            raise ValueError(msg)
         if node.logical == "decimal":
             unscaled = int.from_bytes(raw, "big", signed=True)
             return Decimal(unscaled).scaleb(-node.scale, _EXACT)
         return raw
     msg = f"not a {kind}"
-    raise _Bad(msg)
+    raise ValueError(msg)

@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...pieces import Piece, expand, join, to_arrow
-from ..arrow_types import avro_schema_for
 from ..encode_errors import Misfit, SchemaMismatch
+from .arrow_types import avro_schema_for
 from .encode_fit import fit_encoder
 from .encode_nodes import Enc, valid_mask
 from .schema import AvroType, parse_avro
@@ -96,8 +96,8 @@ def avro_schema_json(
     dtype: pa.DataType, *, name: str = "topLevelRecord", namespace: str = "", topic: str = ""
 ) -> str:
     """The Avro schema (compact JSON text) derived from an Arrow type by
-    :func:`~pulsar_spark.columnar.values.arrow_types.avro_schema_for`: a struct is a record named
-    ``name``, nullable fields ``["null", T]`` with default null.
+    :func:`~.arrow_types.avro_schema_for`: a struct is a record named ``name``,
+    nullable fields ``["null", T]`` with default null.
 
     Raises:
         UnmappableSchema: a type Avro cannot hold, naming the field.

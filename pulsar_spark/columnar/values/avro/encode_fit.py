@@ -38,9 +38,9 @@ import pyarrow as pa
 
 from ...arrays import Int64s
 from ...pieces import join
-from ..arrow_types import avro_arrow_type
 from ..encode_errors import Misfit
 from ..errors import SchemaError
+from .arrow_types import avro_arrow_type
 from .defaults import default_array
 from .encode_nodes import (
     ArrayEnc,

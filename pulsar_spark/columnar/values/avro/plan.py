@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..arrow_types import EnumMode, avro_arrow_type
 from ..errors import SchemaResolutionError, UnmappableSchema
+from .arrow_types import EnumMode, avro_arrow_type
 from .blocks import BlockNode
 from .defaults import default_array
 from .nodes import (

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from ...arrays import Ints, Mask
-from ..arrow_types import EnumMode, avro_arrow_type
+from ..avro.arrow_types import EnumMode, avro_arrow_type
 from ..avro.lanes import expand
 from ..avro.schema import AvroType, parse_avro
 from ..errors import SchemaDecodeError

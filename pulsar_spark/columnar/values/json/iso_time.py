@@ -47,10 +47,6 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-class _Refused(ValueError):
-    """A refusal whose message already says what is wrong."""
-
-
 def _fraction(digits: str | None, per: int) -> int:
     """The ticks (``per`` a second) of a decimal fraction of a second, rounded down."""
     if not digits:
@@ -58,14 +54,14 @@ def _fraction(digits: str | None, per: int) -> int:
     return int(digits.ljust(9, "0")) * per // 1_000_000_000
 
 
-def _offset_seconds(zone: str | None, text: str) -> int:
+def _offset_seconds(zone: str | None) -> int | None:
+    """The seconds a zone is ahead of UTC; None when it is out of range."""
     if not zone or zone in ("Z", "z"):
         return 0
     sign = -1 if zone[0] == "-" else 1
     hours, minutes = int(zone[1:3]), int(zone[-2:]) if len(zone) > 3 else 0
     if hours > 18 or minutes > 59:
-        msg = f"a zone offset out of range ({zone}): {text!r}"
-        raise _Refused(msg)
+        return None
     return sign * (hours * 3600 + minutes * 60)
 
 
@@ -76,6 +72,7 @@ def iso_ticks(text: str, dtype: pa.DataType) -> int:
     Raises:
         ValueError: text that is not ISO-8601 of that kind, quoting it.
     """
+    refusal: str | None = None  # text that matches but is refused: the message says why
     try:
         if pa.types.is_date(dtype):
             m = _DATE_RE.fullmatch(text)
@@ -97,20 +94,24 @@ def iso_ticks(text: str, dtype: pa.DataType) -> int:
             if m is None:
                 raise ValueError
             if m[8] and dtype.tz is None:
-                msg = f"a time with a zone ({text!r}) for a local timestamp, which has none"
-                raise _Refused(msg)
-            wall = dt.datetime(
-                int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6] or 0)
-            )
-            seconds = (wall - _EPOCH) // dt.timedelta(seconds=1) - _offset_seconds(m[8], text)
-            per = _PER_SECOND[dtype.unit]
-            return seconds * per + _fraction(m[7], per)
-    except _Refused:
-        raise
+                refusal = f"a time with a zone ({text!r}) for a local timestamp, which has none"
+            else:
+                wall = dt.datetime(
+                    int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6] or 0)
+                )
+                offset = _offset_seconds(m[8])
+                if offset is None:
+                    refusal = f"a zone offset out of range ({m[8]}): {text!r}"
+                else:
+                    seconds = (wall - _EPOCH) // dt.timedelta(seconds=1) - offset
+                    per = _PER_SECOND[dtype.unit]
+                    return seconds * per + _fraction(m[7], per)
     except ValueError as exc:  # no match, or a day or time out of range
         reason = f" ({exc})" if exc.args else ""
     else:
         reason = ""
+    if refusal is not None:
+        raise ValueError(refusal)
     kind = "date" if pa.types.is_date(dtype) else "time" if pa.types.is_time(dtype) else ""
     msg = f"text that is not an ISO-8601 {kind or 'timestamp'} of {dtype}: {text!r}{reason}"
     raise ValueError(msg)

@@ -31,8 +31,8 @@ from numpy.typing import NDArray
 from pulsar_spark.protocol.schemas.types import SchemaType
 
 from ...arrays import Bytes, Int64s, Mask
+from ...gather import utf8_errors
 from ..arrow_types import PRIMITIVE_TYPES
-from ..avro.arrays import utf8_errors
 from ..errors import SchemaDecodeError, UnmappableSchema
 
 __all__ = ["WIDTHS", "decode_primitive", "decode_primitive_collect"]

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...arrays import Bytes, Int64s, Mask, UInt64s
-from ...gather import gather_binary
+from ...gather import gather_binary, utf8_errors
 from ..avro.lanes import Failures
 from .schema import SCALAR_TYPES, ProtoField
 
@@ -120,10 +120,8 @@ def _enum_names(field: ProtoField, numbers: np.ndarray) -> pa.Array:
 
 def _utf8(values: pa.Array, rows: Int64s, failures: Failures, path: str) -> pa.Array:
     text = values.view(pa.string())
-    try:
-        text.validate(full=True)
-    except pa.ArrowInvalid:
-        bad = np.array([not _is_utf8(v) for v in values.to_pylist()], bool)
+    bad = utf8_errors(values)
+    if bad is not None:
         failures.add(rows[bad], path, "a string that is not valid UTF-8", ())
         values = pa.array(
             [b"" if b else v for v, b in zip(values.to_pylist(), bad.tolist(), strict=True)],
@@ -131,16 +129,6 @@ def _utf8(values: pa.Array, rows: Int64s, failures: Failures, path: str) -> pa.A
         )
         text = values.view(pa.string())
     return text
-
-
-def _is_utf8(value: bytes | None) -> bool:
-    if value is None:
-        return True
-    try:
-        value.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def timestamp_array(

@@ -37,7 +37,13 @@ from ..encode_errors import Misfit, SchemaMismatch
 from ..errors import UnmappableSchema
 from .encode_fields import MessageEnc
 from .encode_fit import Layout, fit_message, layout_of
-from .schema import ProtoMessage, describe, parse_native
+from .schema import (
+    ProtoMessage,
+    describe,
+    descriptor_pool_of,
+    parse_native,
+    well_known_file,
+)
 
 __all__ = ["ProtoEncoder", "native_writer_schema", "proto_layout"]
 
@@ -61,13 +67,11 @@ def proto_layout(info: SchemaInfo, *, topic: str = "") -> tuple[ProtoMessage, La
     message = parse_native(info.data, topic=topic)  # checks the data
     from google.protobuf import descriptor_pb2
 
-    from .schema import _pool
-
     parsed = json.loads(info.data)
     files = descriptor_pb2.FileDescriptorSet.FromString(
         base64.b64decode(parsed["fileDescriptorSet"])
     )
-    pool = _pool(files, topic)
+    pool = descriptor_pool_of(files, topic)
     root = str(parsed["rootMessageTypeName"])
     assert describe(pool, root, topic=topic) == message
     return message, layout_of(pool.FindMessageTypeByName(root))  # type: ignore[attr-defined]
@@ -88,8 +92,6 @@ def native_writer_schema(info: SchemaInfo, *, topic: str = "") -> SchemaInfo:
     parse_native(info.data, topic=topic)  # checks the data
     from google.protobuf import descriptor_pb2
 
-    from .schema import _well_known
-
     parsed = json.loads(info.data)
     root = str(parsed["rootMessageTypeName"])
     files = descriptor_pb2.FileDescriptorSet.FromString(
@@ -102,7 +104,7 @@ def native_writer_schema(info: SchemaInfo, *, topic: str = "") -> SchemaInfo:
         name = todo.pop()
         if name in names:
             continue
-        known = _well_known(name)  # parse_native found every import, so it is one of these
+        known = well_known_file(name)  # parse_native found every import, so it is one of these
         assert isinstance(known, descriptor_pb2.FileDescriptorProto)
         files.file.insert(0, known)
         names.add(name)

@@ -60,8 +60,10 @@ from ..errors import UnmappableSchema
 __all__ = [
     "ProtoField",
     "ProtoMessage",
+    "descriptor_pool_of",
     "parse_native",
     "proto_arrow_type",
+    "well_known_file",
 ]
 
 #: The Arrow type of each scalar kind.
@@ -162,10 +164,10 @@ def parse_native(data: bytes | str, *, topic: str = "") -> ProtoMessage:
             f"rootMessageTypeName: {type(exc).__name__}: {exc}"
         )
         raise UnmappableSchema(msg, topic=topic) from None
-    return describe(_pool(fds, topic), root, topic=topic)
+    return describe(descriptor_pool_of(fds, topic), root, topic=topic)
 
 
-def _pool(fds: object, topic: str) -> object:
+def descriptor_pool_of(fds: object, topic: str) -> object:
     """A descriptor pool holding the set's files, dependencies first (well-known types
     the set leaves out come from protobuf's own copies)."""
     from google.protobuf import descriptor_pool
@@ -180,7 +182,7 @@ def _pool(fds: object, topic: str) -> object:
         if name in trail:
             msg = f"the descriptor files import each other ({' -> '.join((*trail, name))})"
             raise UnmappableSchema(msg, topic=topic)
-        proto: Any = by_name.get(name) or _well_known(name)
+        proto: Any = by_name.get(name) or well_known_file(name)
         if proto is None:
             which = f"{trail[-1]} imports it" if trail else "the set names it"
             msg = f"the descriptor set lacks the file {name} ({which})"
@@ -199,7 +201,7 @@ def _pool(fds: object, topic: str) -> object:
     return pool
 
 
-def _well_known(name: str) -> object:
+def well_known_file(name: str) -> object:
     """protobuf's own FileDescriptorProto of a google/protobuf/ file, or None."""
     if not name.startswith("google/protobuf/"):
         return None

@@ -26,6 +26,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from pulsar_spark.protocol.errors import WireError
+from pulsar_spark.protocol.wire import read_varint
+
 from ...arrays import Bytes, Int64s, Ints, Mask, UInt64s
 from ...varints import varints
 from ..avro.lanes import Failures
@@ -33,6 +36,7 @@ from ..avro.lanes import Failures
 __all__ = ["Found", "unpack", "walk"]
 
 _U32 = np.uint64(0xFFFFFFFF)
+_U64 = 0xFFFF_FFFF_FFFF_FFFF
 #: A walk reads the fields of its last few ranges (at most this many) one by one...
 _FEW_LEFT = 8
 #: ...once it has taken this many steps.
@@ -141,7 +145,12 @@ def _walk_few(
         rank = step
         while p < e:
             at = p
-            tag, p = _varint(view, p, e)
+            try:
+                tag, p = read_varint(view, p, e)
+            except WireError:  # cut off or over-long
+                tag = -1
+            else:
+                tag &= _U64
             number, wire = tag >> 3, tag & 7
             if tag < 0 or p - at > 5 or tag > 0xFFFFFFFF or number == 0 or wire not in (0, 1, 2, 5):
                 reason = f"an invalid tag (field {number}, wire type {wire})"
@@ -152,7 +161,12 @@ def _walk_few(
             value = 0
             vpos = p
             if wire in (0, 2):
-                value, p = _varint(view, p, e)
+                try:
+                    value, p = read_varint(view, p, e)
+                except WireError:  # cut off or over-long
+                    value = -1
+                else:
+                    value &= _U64
                 if wire == 2:
                     fits = 0 <= value < 2**31 and p - vpos <= 5
                     vpos = p
@@ -180,19 +194,6 @@ def _walk_few(
         np.array(columns[4], np.uint64),
         np.array(columns[5], np.int64),
     )
-
-
-def _varint(view: memoryview, p: int, e: int) -> tuple[int, int]:
-    """The varint at ``p`` (before ``e``) and where it ends; -1 when it is cut or over-long."""
-    value = shift = 0
-    while p < e and shift < 70:
-        byte = view[p]
-        p += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value & 0xFFFFFFFFFFFFFFFF, p
-        shift += 7
-    return -1, p
 
 
 def _fail_one(failures: Failures, row: int, where: str, reason: str, offset: int) -> None:
