@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from pulsar_spark.client.net.dispatch import Kind
+from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import ServerError, server_error
@@ -104,7 +104,7 @@ class SchemaRegistry:
         if not conn.capabilities.schema_registry:
             return None
         request = commands.get_schema(
-            conn.new_id(Kind.REQUEST),
+            conn.new_id(IdKind.REQUEST),
             str(topic),
             None if version is None else version_to_bytes(version),
         )
@@ -157,7 +157,7 @@ class SchemaRegistry:
                 f"protocol {caps.protocol_version}) has no GET_OR_CREATE_SCHEMA"
             )
             raise ClientError(msg)
-        request = commands.get_or_create_schema(conn.new_id(Kind.REQUEST), str(target), schema)
+        request = commands.get_or_create_schema(conn.new_id(IdKind.REQUEST), str(target), schema)
         context = schema_context("registering a schema for", topic, schema)
         try:
             frame = conn.request(request, timeout=self._timeout)

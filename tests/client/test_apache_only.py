@@ -19,7 +19,7 @@ import pytest
 from pulsar_spark.client import PartitionReader, PulsarClient
 from pulsar_spark.client.names import parse_topic
 from pulsar_spark.client.net.connection import Connection
-from pulsar_spark.client.net.dispatch import Kind
+from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.entry import open_entry
@@ -103,10 +103,10 @@ def _raw_frames(service_url: str, topic: str, count: int, timeout: float = 20.0)
             pass
 
     with Connection.open(host, int(port)) as conn:
-        key = conn.new_key(Kind.CONSUMER)
+        key = conn.new_key(IdKind.CONSUMER)
         conn.add_handler(key, Inbox())
         subscribe = commands.subscribe(
-            conn.new_id(Kind.REQUEST),
+            conn.new_id(IdKind.REQUEST),
             key.ident,
             topic=topic,
             subscription=f"raw-{secrets.token_hex(4)}",

@@ -29,7 +29,7 @@ from pulsar_spark.client.auth import Authentication
 from pulsar_spark.client.config import ClientConfig
 from pulsar_spark.client.errors import UnexpectedAnswer
 from pulsar_spark.client.net.connection import Connection
-from pulsar_spark.client.net.dispatch import Kind
+from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.errors import ProtocolError, PulsarError, ServerError, server_error
 from pulsar_spark.protocol.framing import FrameDecoder, encode_command
@@ -245,11 +245,11 @@ def test_an_answer_of_another_type_is_a_protocol_error_not_default_values() -> N
     broker = ScriptedBroker(script)
     with _open(broker, NoAuthentication()) as conn:
         with pytest.raises(UnexpectedAnswer, match="answered with LOOKUP_RESPONSE") as info:
-            conn.request(commands.partitioned_metadata(conn.new_id(Kind.REQUEST), "t"))
+            conn.request(commands.partitioned_metadata(conn.new_id(IdKind.REQUEST), "t"))
         assert isinstance(info.value, ProtocolError)
         assert not info.value.retriable
         assert classify(info.value) is Action.FATAL
-        frame = conn.request(commands.partitioned_metadata(conn.new_id(Kind.REQUEST), "t"))
+        frame = conn.request(commands.partitioned_metadata(conn.new_id(IdKind.REQUEST), "t"))
         assert frame.command.partitionMetadataResponse.partitions == 3
     broker.join()
 

@@ -19,7 +19,7 @@ from pulsar_spark.client import (
     PulsarClient,
 )
 from pulsar_spark.client.net.connection import Connection
-from pulsar_spark.client.net.dispatch import Kind
+from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.protocol import MessageId, Position, commands, pb
 from tests.support.official import CODECS, produce
@@ -37,7 +37,7 @@ def _rows(client: PulsarClient, topic: str, **kwargs) -> list[dict]:
 
 
 def _partition_request(conn: Connection, topic: str) -> pb.CommandPartitionedTopicMetadataResponse:
-    frame = conn.request(commands.partitioned_metadata(conn.new_id(Kind.REQUEST), topic))
+    frame = conn.request(commands.partitioned_metadata(conn.new_id(IdKind.REQUEST), topic))
     return frame.command.partitionMetadataResponse
 
 

@@ -11,7 +11,7 @@ from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.errors import PulsarOptionError
 from pulsar_spark.spark.options import migration
 from pulsar_spark.spark.options.keystore import STORE_OPTIONS
-from pulsar_spark.spark.options.migration import FOREIGN, Foreign, Kind
+from pulsar_spark.spark.options.migration import FOREIGN, Foreign, Treatment
 from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.options.passthrough import JAVA_FIELDS
 from pulsar_spark.spark.options.table import Scope, by_spelling
@@ -45,7 +45,7 @@ def _options(row: Foreign, value: str) -> dict[str, str]:
 def test_every_row_goes_through_the_parser(row: Foreign, caplog) -> None:
     key = _key(row)
     shadowed = by_spelling(key)
-    if row.kind is Kind.ALIAS:
+    if row.kind is Treatment.ALIAS:
         assert shadowed is not None and shadowed.name == row.target, row.name
         parsed = parse_options(_options(row, row.example))
         assert row.target in parsed.given
@@ -54,7 +54,7 @@ def test_every_row_goes_through_the_parser(row: Foreign, caplog) -> None:
         # Another helper's row now implements it: the table's row answers first.
         parse_options(_options(row, row.example))
         return
-    if row.kind is Kind.IGNORED:
+    if row.kind is Treatment.IGNORED:
         migration._warned.discard(key.lower())
         with caplog.at_level(logging.WARNING, logger=migration.__name__):
             parse_options(_options(row, row.example))
@@ -62,7 +62,7 @@ def test_every_row_goes_through_the_parser(row: Foreign, caplog) -> None:
         found = [r.getMessage() for r in caplog.records if key in r.getMessage()]
         assert len(found) == 1 and row.note in found[0], found
         return
-    if row.kind is Kind.REFUSED:
+    if row.kind is Treatment.REFUSED:
         with pytest.raises(PulsarOptionError) as info:
             parse_options(_options(row, row.example))
         assert info.value.option == key and info.value.reason == row.note

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 
 from pulsar_spark.client.net.connection import Connection
-from pulsar_spark.client.net.dispatch import Kind
+from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.protocol import commands, pb
 from pulsar_spark.protocol.framing import Frame, encode_payload_command
 
@@ -96,12 +96,12 @@ def raw_messages(service_url: str, topic: str, count: int, timeout: float = 30.0
     """The MESSAGE frames of ``topic`` from the earliest that hold its first ``count``
     messages (a batch counts its messages, a chunk one)."""
     with Connection.open(*_address(service_url, topic)) as conn:
-        key = conn.new_key(Kind.CONSUMER)
+        key = conn.new_key(IdKind.CONSUMER)
         inbox = _Collect((T.MESSAGE,))
         conn.add_handler(key, inbox)
         conn.request(
             commands.subscribe(
-                conn.new_id(Kind.REQUEST),
+                conn.new_id(IdKind.REQUEST),
                 key.ident,
                 topic=topic,
                 subscription=f"raw-{secrets.token_hex(4)}",
@@ -128,11 +128,11 @@ def send_prepared(
     its ``num_messages_in_batch``; a chunk is sent as one (``is_chunk``).
     """
     with Connection.open(*_address(service_url, topic)) as conn:
-        key = conn.new_key(Kind.PRODUCER)
+        key = conn.new_key(IdKind.PRODUCER)
         receipts = _Collect((T.SEND_RECEIPT, T.SEND_ERROR))
         conn.add_handler(key, receipts)
         command = commands.producer(
-            conn.new_id(Kind.REQUEST),
+            conn.new_id(IdKind.REQUEST),
             key.ident,
             topic=topic,
             epoch=0,

@@ -34,7 +34,7 @@ from ..config import ClientConfig
 from ..errors import ConnectionClosed
 from ..names import ServiceUrl
 from .capabilities import Capabilities
-from .dispatch import Handler, Key, Kind, route
+from .dispatch import Handler, IdKind, Key, route
 from .handshake import auth_response, handshake
 from .transport import Transport
 from .waiter import Waiter
@@ -75,7 +75,7 @@ class Connection:
         self._lock = threading.Lock()
         self._waiters: dict[Key, Waiter] = {}
         self._handlers: dict[Key, Handler] = {}
-        self._ids = {kind: itertools.count() for kind in Kind}
+        self._ids = {kind: itertools.count() for kind in IdKind}
         self._closed = threading.Event()
         self._close_error: PulsarError | None = None
         self._reader: threading.Thread | None = None
@@ -184,12 +184,12 @@ class Connection:
 
     # -- ids and handlers --------------------------------------------------------
 
-    def new_id(self, kind: Kind) -> int:
+    def new_id(self, kind: IdKind) -> int:
         """A fresh request, consumer or producer id, unique on this connection."""
         with self._lock:
             return next(self._ids[kind])
 
-    def new_key(self, kind: Kind) -> Key:
+    def new_key(self, kind: IdKind) -> Key:
         """:meth:`new_id` as a routing key."""
         return Key(kind, self.new_id(kind))
 
@@ -256,7 +256,7 @@ class Connection:
         """
         if expect is None:
             expect = commands.ANSWERS[command.type]
-        key = Key(Kind.REQUEST, subcommand(command).request_id)
+        key = Key(IdKind.REQUEST, subcommand(command).request_id)
         waiter = Waiter()
         with self._lock:
             if self._closed.is_set():
@@ -345,7 +345,7 @@ class Connection:
         if key is None:
             if kind != T.PONG:
                 log.warning("ignoring %s from %s", command_name(kind), self.address)
-        elif key.kind is Kind.REQUEST:
+        elif key.kind is IdKind.REQUEST:
             if kind == T.PRODUCER_SUCCESS and not command.producer_success.producer_ready:
                 return  # WaitForExclusive: the real answer comes later
             with self._lock:

@@ -3,12 +3,12 @@
 ================================  =========================================
 frames                            routed by
 ================================  =========================================
-SUCCESS, ERROR, *_RESPONSE,       ``Key(Kind.REQUEST, request_id)`` -> the
+SUCCESS, ERROR, *_RESPONSE,       ``Key(IdKind.REQUEST, request_id)`` -> the
 PRODUCER_SUCCESS                  waiting request
-MESSAGE, REACHED_END_OF_TOPIC,    ``Key(Kind.CONSUMER, consumer_id)`` -> the
+MESSAGE, REACHED_END_OF_TOPIC,    ``Key(IdKind.CONSUMER, consumer_id)`` -> the
 CLOSE_CONSUMER, ACTIVE_CONSUMER_  consumer's handler
 CHANGE
-SEND_RECEIPT, SEND_ERROR,         ``Key(Kind.PRODUCER, producer_id)`` -> the
+SEND_RECEIPT, SEND_ERROR,         ``Key(IdKind.PRODUCER, producer_id)`` -> the
 CLOSE_PRODUCER                    producer's handler, which matches
                                   ``sequence_id`` itself
 TOPIC_MIGRATED                    the consumer or producer it names
@@ -25,12 +25,12 @@ from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.framing import Frame, subcommand
 
-__all__ = ["Handler", "Key", "Kind", "route"]
+__all__ = ["Handler", "Key", "IdKind", "route"]
 
 T = pb.BaseCommand
 
 
-class Kind(enum.Enum):
+class IdKind(enum.Enum):
     """What an id numbers; each kind counts on its own, per connection."""
 
     REQUEST = "request"
@@ -41,7 +41,7 @@ class Kind(enum.Enum):
 class Key(NamedTuple):
     """One request, consumer or producer of a connection."""
 
-    kind: Kind
+    kind: IdKind
     ident: int
 
     def __str__(self) -> str:
@@ -82,13 +82,13 @@ def route(command: pb.BaseCommand) -> Key | None:
     frames the connection handles itself (PING, PONG, AUTH_CHALLENGE) or ignores."""
     kind = command.type
     if kind in _RESPONSES:
-        return Key(Kind.REQUEST, subcommand(command).request_id)
+        return Key(IdKind.REQUEST, subcommand(command).request_id)
     if kind in _FOR_CONSUMER:
-        return Key(Kind.CONSUMER, subcommand(command).consumer_id)
+        return Key(IdKind.CONSUMER, subcommand(command).consumer_id)
     if kind in _FOR_PRODUCER:
-        return Key(Kind.PRODUCER, subcommand(command).producer_id)
+        return Key(IdKind.PRODUCER, subcommand(command).producer_id)
     if kind == T.TOPIC_MIGRATED:
         migrated = command.topicMigrated
-        owner = Kind.PRODUCER if migrated.resource_type == migrated.Producer else Kind.CONSUMER
+        owner = IdKind.PRODUCER if migrated.resource_type == migrated.Producer else IdKind.CONSUMER
         return Key(owner, migrated.resource_id)
     return None

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from pulsar_spark.client.net.dispatch import Kind
+from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import server_error
 
@@ -144,7 +144,7 @@ class LookupService:
             ServerError: the broker's error, e.g. TopicNotFound or AuthorizationError.
         """
         conn = self.pool.service()
-        request_id = conn.new_id(Kind.REQUEST)
+        request_id = conn.new_id(IdKind.REQUEST)
         frame = conn.request(commands.partitioned_metadata(request_id, str(topic)))
         response = frame.command.partitionMetadataResponse
         if response.response == response.Failed:
@@ -165,7 +165,7 @@ class LookupService:
         tls = self.pool.service_url.tls
         for _ in range(MAX_REDIRECTS + 1):
             request = commands.lookup(
-                conn.new_id(Kind.REQUEST),
+                conn.new_id(IdKind.REQUEST),
                 str(topic),
                 authoritative=authoritative,
                 listener_name=self._listener,
@@ -195,7 +195,7 @@ class LookupService:
         (partitions by their own names). Patterns are applied by the caller: brokers
         differ on whether a pattern includes the ``persistent://`` scheme."""
         conn = self.pool.service()
-        request = commands.topics_of_namespace(conn.new_id(Kind.REQUEST), namespace)
+        request = commands.topics_of_namespace(conn.new_id(IdKind.REQUEST), namespace)
         try:
             frame = conn.request(request)
         except OperationTimeout as exc:

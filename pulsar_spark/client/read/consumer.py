@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from pulsar_spark.client.net.dispatch import Handler, Key, Kind
+from pulsar_spark.client.net.dispatch import Handler, IdKind, Key
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -95,7 +95,7 @@ def last_and_mark_delete(
     broker tells it (None: it does not). The mark-delete position is an entry
     (batch index -1): everything up to it is acknowledged; entry -1 means before
     the first entry of its ledger."""
-    request = commands.get_last_message_id(conn.new_id(Kind.REQUEST), consumer_id)
+    request = commands.get_last_message_id(conn.new_id(IdKind.REQUEST), consumer_id)
     try:
         frame = conn.request(request)
     except ServerError as exc:
@@ -120,11 +120,11 @@ def attach_consumer(
     """Attach a consumer on ``conn``: ``handler`` registered under a fresh consumer
     id, then the SUBSCRIBE that ``subscribe(request_id, consumer_id)`` builds; the
     handler is removed again when that fails."""
-    key = conn.new_key(Kind.CONSUMER)
+    key = conn.new_key(IdKind.CONSUMER)
     # Register before SUBSCRIBE: messages may follow its SUCCESS at once.
     conn.add_handler(key, handler)
     try:
-        conn.request(subscribe(conn.new_id(Kind.REQUEST), key.ident))
+        conn.request(subscribe(conn.new_id(IdKind.REQUEST), key.ident))
     except BaseException:
         conn.remove_handler(key)
         raise
@@ -186,7 +186,7 @@ class ReaderConsumer:
         before SUCCESS; the non-durable subscription stays, with its new position,
         for a consumer that subscribes under the same name)."""
         self.conn.request(
-            commands.seek_to_time(self.conn.new_id(Kind.REQUEST), self.consumer_id, publish_time)
+            commands.seek_to_time(self.conn.new_id(IdKind.REQUEST), self.consumer_id, publish_time)
         )
         closed = False
         while (frame := self.inbox.get(0)) is not None:
@@ -219,7 +219,7 @@ class ReaderConsumer:
             return
         try:
             conn.request(
-                commands.close_consumer(conn.new_id(Kind.REQUEST), self.consumer_id), timeout=5
+                commands.close_consumer(conn.new_id(IdKind.REQUEST), self.consumer_id), timeout=5
             )
         except PulsarError as exc:
             log.debug("closing consumer on %s: %s", self.topic, exc)

@@ -55,7 +55,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pulsar_spark.client.net.dispatch import Key, Kind
+from pulsar_spark.client.net.dispatch import IdKind, Key
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -181,7 +181,7 @@ class _Probe:
             return
         try:
             self.conn.request(
-                commands.close_consumer(self.conn.new_id(Kind.REQUEST), key.ident), timeout=5
+                commands.close_consumer(self.conn.new_id(IdKind.REQUEST), key.ident), timeout=5
             )
         except PulsarError as exc:
             log.debug("closing the last-id consumer on %s: %s", self.topic, exc)

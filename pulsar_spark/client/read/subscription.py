@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from pulsar_spark.client.net.dispatch import Key, Kind
+from pulsar_spark.client.net.dispatch import IdKind, Key
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -87,7 +87,7 @@ def _attached(
 
 def _detach(conn: Connection, key: Key) -> None:
     conn.remove_handler(key)
-    conn.request(commands.close_consumer(conn.new_id(Kind.REQUEST), key.ident))
+    conn.request(commands.close_consumer(conn.new_id(IdKind.REQUEST), key.ident))
 
 
 def acknowledge_cumulative(
@@ -132,7 +132,7 @@ def unsubscribe(
             return False
         raise
     try:
-        conn.request(commands.unsubscribe(conn.new_id(Kind.REQUEST), key.ident))
+        conn.request(commands.unsubscribe(conn.new_id(IdKind.REQUEST), key.ident))
     finally:
         conn.remove_handler(key)
     return True

@@ -23,18 +23,18 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from pulsar_spark.columnar.rows.encode import Item, Rows
+from pulsar_spark.columnar.rows.encode import Item, Rows, item_record
 from pulsar_spark.columnar.rows.send_items import ItemBlock
 
 from ..errors import ClientError
-from .outgoing import OpenBatch, item_bytes
+from .outgoing import OpenBatch, Packed
 
 __all__ = ["Batcher", "Ship"]
 
 #: How a batcher hands on a closed batch: its items (a list, or the bytes, count, first
 #: and last ids of :meth:`.outgoing.OpenBatch.take`), messages, bytes, and whether it
 #: is a batch (False: one message alone).
-Ship = Callable[[list[Item] | tuple[bytes | memoryview, int, int, int], int, int, bool], None]
+Ship = Callable[[list[Item] | Packed, int, int, bool], None]
 
 
 class Batcher:
@@ -106,21 +106,20 @@ class Batcher:
             self.take_sequence_id(sequence_id)
         seq = self.next_seq
         self.next_seq += 1
-        item = (seq, pre, null, value)
         if not self.batching:
-            self.seal_alone(item)
+            self.seal_alone(Item(seq, pre, null, value))
             return
         # A batch never exceeds the message limit (chunks are never batched):
         # a message too big to share one goes alone, in chunks if need be.
         limit = self._limit()
         if size >= min(self._max_bytes, limit):
             self.seal()
-            self.seal_alone(item)
+            self.seal_alone(Item(seq, pre, null, value))
             return
         batch = self._open
         if batch.bytes + size > limit:
             self.seal()
-        batch.add(item_bytes(item), 1, seq, seq, size)
+        batch.add(item_record(seq, pre, null, value), 1, seq, seq, size)
         if batch.count >= self.max_messages or batch.bytes >= self._max_bytes:
             self.seal()
 
@@ -145,7 +144,7 @@ class Batcher:
             if alone < n:
                 rows = Rows(table.slice(alone, 1))
                 self.seal()
-                self.seal_alone((int(seqs[alone]), rows.pres[0], rows.nulls[0], rows.values[0]))
+                self.seal_alone(Item(int(seqs[alone]), rows.pres[0], rows.nulls[0], rows.values[0]))
             at = alone + 1
 
     def _queue_run(self, block: ItemBlock, seqs: np.ndarray, a: int, b: int, limit: int) -> None:
@@ -181,11 +180,11 @@ class Batcher:
         if not batch.count:
             return
         payload, count, first, last, size = batch.take()
-        self._ship((payload, count, first, last), count, size, True)
+        self._ship(Packed(payload, count, first, last), count, size, True)
 
     def seal_alone(self, item: Item) -> None:
         """Hand on one message alone (chunked if too big)."""
-        self._ship([item], 1, len(item[3]), False)
+        self._ship([item], 1, len(item.value), False)
 
     def seal_due(self, max_delay: float) -> None:
         """:meth:`seal` the open batch if its first message came ``max_delay`` seconds

@@ -11,11 +11,11 @@ sequence id and ``uuid``, each chunk's metadata plus payload within the limit.
 
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from pulsar_spark.columnar.rows.encode import Item, encode_items, item_body, single_metadata
+from pulsar_spark.columnar.rows.encode import Item, encode_items, single_metadata
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.codecs import compress
@@ -25,9 +25,8 @@ from pulsar_spark.protocol.framing import encode_payload_command
 
 from ..errors import ClientError
 
-__all__ = ["OpenBatch", "PendingBatch", "item_bytes", "seal"]
+__all__ = ["OpenBatch", "Packed", "PendingBatch", "seal"]
 
-_U32 = struct.Struct(">I")
 
 _ITEM_FIELDS = (
     "partition_key",
@@ -106,14 +105,18 @@ class OpenBatch:
         return taken
 
 
-def item_bytes(item: Item) -> bytes:
-    """One item of a batch payload: metadata size, metadata, payload."""
-    body = item_body(item)
-    return b"".join((_U32.pack(len(body)), body, item[3]))
+class Packed(NamedTuple):
+    """Items already laid out as a batch payload (what :meth:`OpenBatch.take` gives):
+    its bytes, how many messages, and their first and last sequence ids."""
+
+    payload: bytes | memoryview
+    messages: int
+    first: int
+    last: int
 
 
 def seal(
-    items: list[Item] | tuple[bytes | memoryview, int, int, int],
+    items: list[Item] | Packed,
     *,
     producer: str,
     topic: str,
@@ -136,11 +139,11 @@ def seal(
         ClientError: a message over the limit with ``chunking`` off, or metadata
             that alone exceeds it.
     """
-    if isinstance(items, tuple):
+    if isinstance(items, Packed):
         payload, count, first, last = items
     else:
-        first, last, count = items[0][0], items[-1][0], len(items)
-        payload = encode_items(items) if batched else items[0][3]
+        first, last, count = items[0].seq, items[-1].seq, len(items)
+        payload = encode_items(items) if batched else items[0].value
     meta = pb.MessageMetadata(
         producer_name=producer,
         sequence_id=first,

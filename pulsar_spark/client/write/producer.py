@@ -56,7 +56,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from pulsar_spark.client.net.dispatch import Key, Kind
+from pulsar_spark.client.net.dispatch import IdKind, Key
 from pulsar_spark.columnar.rows.encode import (
     InvalidRows,
     Item,
@@ -82,7 +82,7 @@ from ..net.lookup import LookupService
 from ..retry import Action, Backoff, classify, may_retry
 from ..schemas import with_schema_context
 from .batcher import Batcher
-from .outgoing import PendingBatch, seal
+from .outgoing import Packed, PendingBatch, seal
 from .receipt_watch import ReceiptWatch, warn_overdue
 
 __all__ = [
@@ -225,7 +225,7 @@ class Producer:
         self._pending_bytes = 0
         self._error: PulsarError | None = None
         self._conn: Connection | None = None
-        self._key = Key(Kind.PRODUCER, -1)
+        self._key = Key(IdKind.PRODUCER, -1)
         #: The broker's last persisted sequence id for this producer name when it
         #: was created (-1: none, or no deduplication).
         self.last_sequence_id = -1
@@ -413,7 +413,7 @@ class Producer:
 
     def _ship(
         self,
-        items: list[Item] | tuple[bytes | memoryview, int, int, int],
+        items: list[Item] | Packed,
         count: int,
         size: int,
         batched: bool,
@@ -438,7 +438,7 @@ class Producer:
 
     def _dispatch(
         self,
-        items: list[Item] | tuple[bytes | memoryview, int, int, int],
+        items: list[Item] | Packed,
         count: int,
         *,
         batched: bool,
@@ -585,12 +585,12 @@ class Producer:
 
     def _create(self, *, first: bool) -> None:
         conn = self.lookup.connection_for(self.topic)
-        key = conn.new_key(Kind.PRODUCER)
+        key = conn.new_key(IdKind.PRODUCER)
         conn.add_handler(key, self)
         with self._lock:  # from now on, frames for ``key`` are this attachment's
             self._conn, self._key = conn, key
         command = commands.producer(
-            conn.new_id(Kind.REQUEST),
+            conn.new_id(IdKind.REQUEST),
             key.ident,
             topic=str(self.topic),
             epoch=self._epoch,
@@ -611,7 +611,7 @@ class Producer:
             # busy on this live connection (as the Java client does).
             conn.remove_handler(key)
             with contextlib.suppress(PulsarError):
-                conn.send_command(commands.close_producer(conn.new_id(Kind.REQUEST), key.ident))
+                conn.send_command(commands.close_producer(conn.new_id(IdKind.REQUEST), key.ident))
             raise
         except BaseException:
             conn.remove_handler(key)
@@ -649,7 +649,7 @@ class Producer:
         conn, key = self._conn, self._key
         if conn is not None and not conn.closed:
             conn.remove_handler(key)
-            close = commands.close_producer(conn.new_id(Kind.REQUEST), key.ident)
+            close = commands.close_producer(conn.new_id(IdKind.REQUEST), key.ident)
             try:
                 conn.request(close, timeout=5)
             except PulsarError as exc:
@@ -757,7 +757,7 @@ class Producer:
         if conn is None:
             return
         if recreate and not conn.closed:
-            close = commands.close_producer(conn.new_id(Kind.REQUEST), key.ident)
+            close = commands.close_producer(conn.new_id(IdKind.REQUEST), key.ident)
             try:
                 conn.request(close)
             except PulsarError as exc:

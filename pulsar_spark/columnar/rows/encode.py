@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import struct
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,15 +49,23 @@ __all__ = [
     "encode_tail",
     "event_millis",
     "item_body",
+    "item_record",
     "partition_key_text",
     "separated_keys",
     "separated_keys_field",
     "single_metadata",
 ]
 
-#: A queued message: (sequence id, SingleMessageMetadata fields 1-6 encoded,
-#: null_value, payload).
-Item = tuple[int, bytes, bool, bytes]
+
+class Item(NamedTuple):
+    """A queued message: its sequence id, its SingleMessageMetadata fields 1-6 encoded
+    (``pre``), whether its value is null, and its payload."""
+
+    seq: int
+    pre: bytes
+    null: bool
+    value: bytes
+
 
 #: The columns a table sent as rows may have (``value`` is required).
 ALLOWED_COLUMNS = frozenset({"value", "key", "properties", "eventTime"})
@@ -167,6 +176,13 @@ def item_body(item: Item) -> bytes:
     """An item's whole SingleMessageMetadata bytes."""
     seq, pre, null, _ = item
     return b"".join((pre, b"\x40", _varint(seq), b"\x48\x01" if null else b""))
+
+
+def item_record(seq: int, pre: bytes, null: bool, value: bytes) -> bytes:
+    """One item of a batch payload as :func:`encode_items` lays it out: metadata size,
+    metadata, payload (the four fields of an :class:`Item`, not built)."""
+    body = b"".join((pre, b"\x40", _varint(seq), b"\x48\x01" if null else b""))
+    return b"".join((_U32.pack(len(body)), body, value))
 
 
 def single_metadata(item: Item) -> pb.SingleMessageMetadata:

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 from ..errors import PulsarOptionError
 
-__all__ = ["FOREIGN", "Foreign", "Kind", "apply", "lookup", "resolve", "warn_once", "warned"]
+__all__ = ["FOREIGN", "Foreign", "Treatment", "apply", "lookup", "resolve", "warn_once", "warned"]
 
 log = logging.getLogger(__name__)
 
 
-class Kind(enum.Enum):
+class Treatment(enum.Enum):
     """What happens to one of their options here."""
 
     ALIAS = "same meaning"  # a spelling of one of our rows
@@ -52,7 +52,7 @@ class Foreign:
 
     name: str
     origin: str
-    kind: Kind
+    kind: Treatment
     note: str
     target: str | None = None
     decide: Decide | None = None
@@ -96,103 +96,103 @@ _WAIT = (
 #: Every option of StreamNative's README and of Databricks' Pulsar documentation (and
 #: the Kafka source's that Kafka users bring), in the README's order.
 FOREIGN: tuple[Foreign, ...] = (
-    Foreign("service.url", BOTH, Kind.ALIAS, "same", "service.url",
+    Foreign("service.url", BOTH, Treatment.ALIAS, "same", "service.url",
             example="pulsar://localhost:6650"),
-    Foreign("serviceUrl", DB, Kind.ALIAS, "same (`read_pulsar`'s spelling)", "service.url",
+    Foreign("serviceUrl", DB, Treatment.ALIAS, "same (`read_pulsar`'s spelling)", "service.url",
             example="pulsar://localhost:6650"),
-    Foreign("admin.url", BOTH, Kind.IGNORED, _NO_ADMIN, example="http://localhost:8080"),
-    Foreign("pulsar.admin.*", BOTH, Kind.IGNORED, _NO_ADMIN, example="token"),
-    Foreign("topic", BOTH, Kind.ALIAS, "same", "topic", example="t"),
-    Foreign("topics", BOTH, Kind.ALIAS, "same", "topics", example="a,b"),
-    Foreign("topicsPattern", BOTH, Kind.ALIAS,
+    Foreign("admin.url", BOTH, Treatment.IGNORED, _NO_ADMIN, example="http://localhost:8080"),
+    Foreign("pulsar.admin.*", BOTH, Treatment.IGNORED, _NO_ADMIN, example="token"),
+    Foreign("topic", BOTH, Treatment.ALIAS, "same", "topic", example="t"),
+    Foreign("topics", BOTH, Treatment.ALIAS, "same", "topics", example="a,b"),
+    Foreign("topicsPattern", BOTH, Treatment.ALIAS,
             "same (a Java regex; a name without a namespace means `public/default`)",
             "topicsPattern", example="persistent://public/default/t-.*"),
-    Foreign("startingOffsets", BOTH, Kind.ALIAS,
+    Foreign("startingOffsets", BOTH, Treatment.ALIAS,
             "same: `earliest`, `latest` and their JSON (`JsonUtils.topicOffsets`: per "
             "topic-partition, a message id's `toByteArray()` bytes, `MessageId.earliest`/"
             "`latest` too), read as they read it: the id's whole entry, that message included "
             "(a batch index does not narrow it); topics left out start at `earliest` (batch) "
             "or `latest` (streams). Readable ids (`ledger:entry:partition:batch`, one "
             "message) may be mixed in", "startingOffsets", example="earliest"),
-    Foreign("endingOffsets", SN, Kind.ALIAS,
+    Foreign("endingOffsets", SN, Treatment.ALIAS,
             "same: `latest` and their JSON, whose ids are read up to their entry's last "
             "message (their end message is included, as there; readable ids are exclusive "
             "ends); topics left out end at `latest`", "endingOffsets", example="latest"),
-    Foreign("startingTime", BOTH, Kind.ALIAS,
+    Foreign("startingTime", BOTH, Treatment.ALIAS,
             "same: epoch ms or their JSON per topic-partition (`{\"topic\": ms}`, -1 "
             "earliest, -2 latest; topics left out start at `earliest`, streams `latest`), "
             "the first message published at or after it; ISO-8601 also taken",
             "startingTime", example="1700000000000"),
-    Foreign("endingTime", SN, Kind.ALIAS,
+    Foreign("endingTime", SN, Treatment.ALIAS,
             "same values as startingTime (JSON: topics left out end at `latest`); differs: "
             "the read stops before the first message published at or after it, where "
             "theirs also returned that message's entry (so `[t1, t2)` and `[t2, t3)` "
             "overlapped; Kafka's endingTimestamp is exclusive too)",
             "endingTime", example="1700000000000"),
-    Foreign("failOnDataLoss", BOTH, Kind.ALIAS,
+    Foreign("failOnDataLoss", BOTH, Treatment.ALIAS,
             "same; the default is `true` (StreamNative's code defaulted to false)",
             "failOnDataLoss", example="false"),
-    Foreign("pollTimeoutMs", BOTH, Kind.ALIAS,
+    Foreign("pollTimeoutMs", BOTH, Treatment.ALIAS,
             "how long a reading task may go without progress before it fails",
             "pollTimeoutMs", example="60000"),
-    Foreign("predefinedSubscription", BOTH, Kind.ALIAS,
+    Foreign("predefinedSubscription", BOTH, Treatment.ALIAS,
             "same for streams: names the query's durable subscription (every stream has "
             "one, `pulsar-spark-stream-<hex>` by default), moved to each committed "
             "micro-batch's end and kept when the query stops (batch reads leave nothing on "
             "the broker and refuse it)", "subscriptionName", example="my-sub"),
-    Foreign("subscriptionPrefix", BOTH, Kind.ALIAS,
+    Foreign("subscriptionPrefix", BOTH, Treatment.ALIAS,
             "same: every subscription the connector makes starts with it "
             "(`<prefix>-reader-<hex>` for non-durable readers, "
             "`<prefix>-pulsar-spark-stream-<hex>` for a stream's durable one), so a "
             "namespace with `subscriptionAuthMode=Prefix` accepts them when the prefix is "
             "the role",
             "subscriptionPrefix", example="team-a"),
-    Foreign("maxBytesPerTrigger", BOTH, Kind.ALIAS,
+    Foreign("maxBytesPerTrigger", BOTH, Treatment.ALIAS,
             "same (bytes of payload per micro-batch, shared fairly by the partitions; at "
             "least one message each micro-batch)", "maxBytesPerTrigger", example="1048576"),
-    Foreign("waitingForNonExistedTopic", SN, Kind.BY_VALUE,
+    Foreign("waitingForNonExistedTopic", SN, Treatment.BY_VALUE,
             "`false`: accepted (our behaviour); `true`: error, " + _WAIT,
             decide=_only_false(_WAIT)),
-    Foreign("allowDifferentTopicSchemas", SN, Kind.BY_VALUE,
+    Foreign("allowDifferentTopicSchemas", SN, Treatment.BY_VALUE,
             "`true`: same as `schemaMode=raw` (binary `value`, no schema); `false`: "
             "accepted (topics are decoded with their schemas)",
             decide=_different_schemas),
-    Foreign("pulsarClientAuthPluginClassName", DB, Kind.ALIAS, "same (`read_pulsar`)",
+    Foreign("pulsarClientAuthPluginClassName", DB, Treatment.ALIAS, "same (`read_pulsar`)",
             "pulsar.client.authPluginClassName", example="token"),
-    Foreign("pulsarClientAuthParams", DB, Kind.ALIAS, "same (`read_pulsar`)",
+    Foreign("pulsarClientAuthParams", DB, Treatment.ALIAS, "same (`read_pulsar`)",
             "pulsar.client.authParams", example="token:abc"),
-    Foreign("pulsarClientUseKeyStoreTls", DB, Kind.ALIAS, "same (`read_pulsar`)",
+    Foreign("pulsarClientUseKeyStoreTls", DB, Treatment.ALIAS, "same (`read_pulsar`)",
             "pulsar.client.useKeyStoreTls", example="false"),
-    Foreign("pulsarClientTlsTrustStoreType", DB, Kind.ALIAS, "same (`read_pulsar`)",
+    Foreign("pulsarClientTlsTrustStoreType", DB, Treatment.ALIAS, "same (`read_pulsar`)",
             "pulsar.client.tlsTrustStoreType", example="PKCS12"),
-    Foreign("pulsarClientTlsTrustStorePath", DB, Kind.ALIAS, "same (`read_pulsar`)",
+    Foreign("pulsarClientTlsTrustStorePath", DB, Treatment.ALIAS, "same (`read_pulsar`)",
             "pulsar.client.tlsTrustStorePath", example="/tmp/trust.p12"),
-    Foreign("pulsarClientTlsTrustStorePassword", DB, Kind.ALIAS, "same (`read_pulsar`)",
+    Foreign("pulsarClientTlsTrustStorePassword", DB, Treatment.ALIAS, "same (`read_pulsar`)",
             "pulsar.client.tlsTrustStorePassword", example="secret"),
-    Foreign("readCompacted", SN, Kind.ALIAS,
+    Foreign("readCompacted", SN, Treatment.ALIAS,
             "same (batch and stream reads of the compacted view: the latest message per "
             "key up to the compaction horizon, then every message)", "readCompacted",
             example="true"),
-    Foreign("maxOffsetsPerTrigger", KAFKA, Kind.ALIAS, "same (messages per micro-batch)",
+    Foreign("maxOffsetsPerTrigger", KAFKA, Treatment.ALIAS, "same (messages per micro-batch)",
             "maxRecordsPerTrigger", example="1000"),
-    Foreign("minOffsetsPerTrigger", KAFKA, Kind.ALIAS,
+    Foreign("minOffsetsPerTrigger", KAFKA, Treatment.ALIAS,
             "same (messages a micro-batch waits for, up to maxTriggerDelay; ignored by "
             "Trigger.AvailableNow)", "minRecordsPerTrigger", example="1000"),
-    Foreign("maxTriggerDelay", KAFKA, Kind.ALIAS,
+    Foreign("maxTriggerDelay", KAFKA, Treatment.ALIAS,
             "same (Spark's durations, default 15m; needs minOffsetsPerTrigger)",
             "maxTriggerDelay", example="15m"),
-    Foreign("startingTimestamp", KAFKA, Kind.ALIAS, "same (publish time)", "startingTime",
+    Foreign("startingTimestamp", KAFKA, Treatment.ALIAS, "same (publish time)", "startingTime",
             example="1700000000000"),
-    Foreign("endingTimestamp", KAFKA, Kind.ALIAS, "same (publish time)", "endingTime",
+    Foreign("endingTimestamp", KAFKA, Treatment.ALIAS, "same (publish time)", "endingTime",
             example="1700000000000"),
-    Foreign("subscribe", KAFKA, Kind.REFUSED, "is Kafka's: use topics (a comma list)",
+    Foreign("subscribe", KAFKA, Treatment.REFUSED, "is Kafka's: use topics (a comma list)",
             example="a,b"),
-    Foreign("subscribePattern", KAFKA, Kind.REFUSED,
+    Foreign("subscribePattern", KAFKA, Treatment.REFUSED,
             "is Kafka's: use topicsPattern (a regex over one namespace's topics)",
             example="t-.*"),
-    Foreign("kafka.bootstrap.servers", KAFKA, Kind.REFUSED,
+    Foreign("kafka.bootstrap.servers", KAFKA, Treatment.REFUSED,
             "is Kafka's: use service.url (pulsar://host:6650)", example="host:9092"),
-    Foreign("includeHeaders", KAFKA, Kind.IGNORED,
+    Foreign("includeHeaders", KAFKA, Treatment.IGNORED,
             "has no effect here: message properties are always read, in the `properties` "
             "column (a map), and written from it"),
 )
@@ -233,17 +233,17 @@ def resolve(key: str, value: str) -> dict[str, str] | None:
         PulsarOptionError: naming ``key``, for an option or value we do not offer.
     """
     row = lookup(key)
-    if row is None or row.kind is Kind.ALIAS:
+    if row is None or row.kind is Treatment.ALIAS:
         return None
     return apply(row, key, value)
 
 
 def apply(row: Foreign, key: str, value: str) -> dict[str, str]:
     """What ``row`` (not an ALIAS) does with ``key`` given as ``value``; see :func:`resolve`."""
-    if row.kind is Kind.IGNORED:
+    if row.kind is Treatment.IGNORED:
         warn_once(key, row.note)
         return {}
-    if row.kind is Kind.REFUSED:
+    if row.kind is Treatment.REFUSED:
         raise PulsarOptionError(key, row.note)
     assert row.decide is not None
     return row.decide(key, value)
@@ -254,11 +254,11 @@ def markdown_table(rows: tuple[Foreign, ...] = FOREIGN) -> str:
     of :data:`~.passthrough.JAVA_FIELDS`)."""
     lines = ["| their option | from | here |", "|---|---|---|"]
     for row in rows:
-        if row.kind is Kind.ALIAS:
+        if row.kind is Treatment.ALIAS:
             here = f"`{row.target}`: {row.note}"
-        elif row.kind is Kind.IGNORED:
+        elif row.kind is Treatment.IGNORED:
             here = f"accepted with one WARNING: it {row.note}"
-        elif row.kind is Kind.REFUSED:
+        elif row.kind is Treatment.REFUSED:
             here = f"error: it {row.note}"
         else:
             here = row.note

@@ -17,7 +17,7 @@ pyspark.
 from __future__ import annotations
 
 from ..errors import PulsarOptionError
-from .migration import Foreign, Kind
+from .migration import Foreign, Treatment
 
 __all__ = ["JAVA_FIELDS", "PREFIXES", "lookup", "unknown_key"]
 
@@ -40,11 +40,11 @@ _PRODUCER_QUEUE = (
 
 
 def _ignored(name: str, note: str) -> Foreign:
-    return Foreign(name, J, Kind.IGNORED, note, example="1")
+    return Foreign(name, J, Treatment.IGNORED, note, example="1")
 
 
 def _refused(name: str, note: str) -> Foreign:
-    return Foreign(name, J, Kind.REFUSED, note, example="x")
+    return Foreign(name, J, Treatment.REFUSED, note, example="x")
 
 
 # fmt: off
@@ -158,7 +158,7 @@ def unknown_key(key: str, spellings: list[str]) -> PulsarOptionError:
     prefix = prefix_of(key)
     assert prefix is not None
     accepted = [s for s in spellings if s.lower().startswith(prefix)]
-    accepted += [r.name for r in JAVA_FIELDS if r.kind is Kind.IGNORED]
+    accepted += [r.name for r in JAVA_FIELDS if r.kind is Treatment.IGNORED]
     names = sorted({s[len(prefix) :] for s in accepted if s.lower().startswith(prefix)})
     msg = (
         f"is not a {prefix}* key this connector knows; valid keys (any case): "
