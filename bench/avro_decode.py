@@ -42,7 +42,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulsar_spark.columnar.values.avro.decode import avro_plan
+from pulsar_spark.columnar import avro_plan
 
 SCHEMA = {
     "type": "record",

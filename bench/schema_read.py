@@ -50,7 +50,7 @@ from _broker import broker_url, spark_session
 from avro_decode import SCHEMA, datums
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.columnar.values.avro.decode import avro_plan
+from pulsar_spark.columnar import avro_plan
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 
 INFO = SchemaInfo.avro(SCHEMA, name="Event")

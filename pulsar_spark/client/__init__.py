@@ -29,6 +29,7 @@ from .net.connection import Connection
 from .net.lookup import BrokerAddress, ConnectionPool, LookupService
 from .net.transport import CertificateRefused, TlsMismatch
 from .read.bounds import parse_position
+from .read.chunk_limits import ChunkLimits
 from .read.last_ids import LastIds, PartitionEnd
 from .read.reader import PartitionReader
 from .read.sinks import MessageRef
@@ -37,6 +38,7 @@ from .retry import Action, Backoff, classify
 from .schemas import VersionedSchema
 
 __all__ = [
+    "ChunkLimits",
     "Authentication",
     "BasicAuthentication",
     "NoAuthentication",

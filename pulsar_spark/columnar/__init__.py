@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .values.arrow_types import arrow_type, primitive_schema_type
     from .values.avro.arrow_types import avro_schema_for
     from .values.avro.decode import AvroPlan, avro_plan
+    from .values.encode_errors import SchemaMismatch
     from .values.errors import (
         SchemaDecodeError,
         SchemaError,
@@ -48,6 +49,7 @@ __getattr__, __dir__ = lazy_exports(
         "arrow_type": "values.arrow_types",
         "avro_schema_for": "values.avro.arrow_types",
         "primitive_schema_type": "values.arrow_types",
+        "SchemaMismatch": "values.encode_errors",
         "SchemaDecodeError": "values.errors",
         "SchemaError": "values.errors",
         "SchemaResolutionError": "values.errors",
@@ -64,6 +66,7 @@ __all__ = [
     "JsonPlan",
     "SchemaDecodeError",
     "SchemaError",
+    "SchemaMismatch",
     "SchemaResolutionError",
     "SmmColumns",
     "UnmappableSchema",

@@ -16,13 +16,13 @@ from typing import Any
 from pulsar_spark.client import (
     Authentication,
     BasicAuthentication,
+    ClientError,
+    NoAuthentication,
     OAuth2ClientCredentials,
     PulsarClient,
     TlsAuthentication,
     TokenAuthentication,
 )
-from pulsar_spark.client.auth import NoAuthentication
-from pulsar_spark.client.errors import ClientError
 from pulsar_spark.client.net.keystores import KeyStoreError, TlsFiles, load_store
 from pulsar_spark.spark.options.auth import AuthSpec
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from pulsar_spark.columnar import gather_binary
 from pulsar_spark.columnar.arrays import Int64s, Mask
-from pulsar_spark.columnar.gather import gather_binary
 
 __all__ = ["split_inline"]
 

@@ -42,8 +42,7 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.errors import ClientError, OperationTimeout
+from pulsar_spark.client import ClientError, OperationTimeout, PulsarClient
 from pulsar_spark.client.read.chunk_bounds import IncompleteChunked
 from pulsar_spark.client.read.end import beyond
 from pulsar_spark.protocol.ids.message_id import MessageId

@@ -30,10 +30,8 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.schemas import VersionedSchema
-from pulsar_spark.columnar import ROW_SCHEMA
-from pulsar_spark.columnar.values.errors import SchemaError
+from pulsar_spark.client import PulsarClient, VersionedSchema
+from pulsar_spark.columnar import ROW_SCHEMA, SchemaError
 from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
 
@@ -140,7 +138,7 @@ def value_type(info: SchemaInfo, *, topic: str = "") -> pa.DataType:
         UnmappableSchema: naming the field and ``topic``.
     """
     # Imported here: a raw read (its workers too) maps no schema.
-    from pulsar_spark.columnar.values.arrow_types import arrow_type
+    from pulsar_spark.columnar import arrow_type
     from pulsar_spark.columnar.values.json.decode import nullable_type
 
     mapped = arrow_type(info, topic=topic)

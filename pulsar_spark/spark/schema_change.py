@@ -87,7 +87,7 @@ def describe_change(writer: SchemaInfo, reader: SchemaInfo) -> str:
 
 def _proto_change(writer: SchemaInfo, reader: SchemaInfo) -> str:
     """The top-level fields of two protobuf messages compared by number."""
-    from pulsar_spark.columnar.values.errors import SchemaError
+    from pulsar_spark.columnar import SchemaError
     from pulsar_spark.columnar.values.proto.schema import ProtoField, parse_native
 
     try:

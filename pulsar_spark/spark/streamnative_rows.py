@@ -55,9 +55,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.columnar.rows.encode import ALLOWED_COLUMNS
 from pulsar_spark.columnar.rows.message_ids import id_bytes_column, id_parts, parse_message_ids
-from pulsar_spark.columnar.rows.schema import ROW_SCHEMA, TIMESTAMP
+from pulsar_spark.columnar.rows.schema import TIMESTAMP
 from pulsar_spark.protocol.topics import PARTITION_SUFFIX
 
 from .errors import PulsarOptionError, PulsarWriteError, TopicSchemaError

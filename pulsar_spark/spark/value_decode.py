@@ -36,11 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pulsar_spark.columnar.values.errors import (
-    SchemaDecodeError,
-    SchemaError,
-    SchemaResolutionError,
-)
+from pulsar_spark.columnar import SchemaDecodeError, SchemaError, SchemaResolutionError
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
@@ -260,7 +256,7 @@ class ValueDecoder:
         # Each format's decoder is imported by its branch: a worker loads what it reads.
         kind = reader.type
         if kind is SchemaType.AVRO:
-            from pulsar_spark.columnar.values.avro.decode import avro_plan
+            from pulsar_spark.columnar import avro_plan
 
             if writer.type is not SchemaType.AVRO:
                 msg = f"{writer.describe()} values cannot be read as AVRO"
@@ -270,8 +266,7 @@ class ValueDecoder:
                 return plan.decode_collect(values)
             return plan.decode(values), None
         if kind is SchemaType.JSON:
-            from pulsar_spark.columnar.values.avro.decode import avro_plan
-            from pulsar_spark.columnar.values.json.decode import decode_json
+            from pulsar_spark.columnar import avro_plan, decode_json
 
             if writer.type is SchemaType.JSON and writer is not reader:
                 avro_plan(writer.data, reader.data, topic=self.topic)  # resolves, or raises
@@ -294,10 +289,7 @@ class ValueDecoder:
                 return proto.decode_collect(values)
             return proto.decode(values), None
         if kind.is_primitive:
-            from pulsar_spark.columnar.values.primitive.decode import (
-                decode_primitive,
-                decode_primitive_collect,
-            )
+            from pulsar_spark.columnar import decode_primitive, decode_primitive_collect
 
             if writer.type is not kind and not writer.type.is_bytes:
                 msg = f"{writer.describe()} values cannot be read as {kind.name}"

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from pulsar_spark.client.schemas import VersionedSchema
+from pulsar_spark.client import VersionedSchema
+from pulsar_spark.columnar import SchemaError, SchemaMismatch
 from pulsar_spark.columnar.rows.encode import separated_keys_field
 from pulsar_spark.columnar.values.encode import (
     KeyValueEncoder,
@@ -46,8 +47,6 @@ from pulsar_spark.columnar.values.encode import (
     key_value_writer_schema,
     writer_schema,
 )
-from pulsar_spark.columnar.values.encode_errors import SchemaMismatch
-from pulsar_spark.columnar.values.errors import SchemaError
 from pulsar_spark.columnar.values.proto.encode import native_writer_schema
 from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType

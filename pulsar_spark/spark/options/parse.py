@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from pulsar_spark.client.read.chunk_limits import ChunkLimits
+from pulsar_spark.client import ChunkLimits
 from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo
 

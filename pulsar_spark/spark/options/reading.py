@@ -8,7 +8,7 @@ subscription the connector makes ``<prefix>-reader-<hex>``
 
 from __future__ import annotations
 
-from pulsar_spark.client.errors import InvalidArgument
+from pulsar_spark.client import InvalidArgument
 from pulsar_spark.client.read.sub_names import check_prefix
 
 from ..errors import PulsarOptionError

@@ -65,8 +65,7 @@ def key_value_encoding(name: str, value: str) -> KeyValueEncoding:
 
 def _checked(name: str, info: SchemaInfo) -> SchemaInfo:
     """``info`` once its values are known to map to Arrow (and so to Spark) types."""
-    from pulsar_spark.columnar.values.arrow_types import arrow_type
-    from pulsar_spark.columnar.values.errors import SchemaError
+    from pulsar_spark.columnar import SchemaError, arrow_type
 
     try:
         arrow_type(info)
@@ -100,8 +99,7 @@ def json_schema(name: str, value: str) -> SchemaInfo:
     if text[:1] in ("{", "[", '"'):
         definition = _avro_json(name, text)
         return _checked(name, SchemaInfo.json(json.dumps(definition, separators=(",", ":"))))
-    from pulsar_spark.columnar.values.avro.arrow_types import avro_schema_for
-    from pulsar_spark.columnar.values.errors import SchemaError
+    from pulsar_spark.columnar import SchemaError, avro_schema_for
 
     from ..ddl import DdlError, parse_ddl
 

@@ -164,8 +164,7 @@ def subscription_mode(name: str, value: str) -> bool:
 
 
 def service_url(name: str, value: str) -> str:
-    from pulsar_spark.client.errors import InvalidServiceUrl
-    from pulsar_spark.client.names import parse_service_url
+    from pulsar_spark.client import InvalidServiceUrl, parse_service_url
 
     try:
         parse_service_url(value)
@@ -176,8 +175,7 @@ def service_url(name: str, value: str) -> str:
 
 def topic(name: str, value: str) -> str:
     """One topic's full name."""
-    from pulsar_spark.client.errors import InvalidTopicName
-    from pulsar_spark.client.names import parse_topic
+    from pulsar_spark.client import InvalidTopicName, parse_topic
 
     if "," in value:
         raise PulsarOptionError(name, f"{value!r} holds a comma: use topics for a list")
@@ -361,7 +359,7 @@ def _per_topic(
 ) -> OffsetSpec:
     """JSON keyed by topic (a topic-partition key, or a topic's name with a map of
     partition numbers), each value read by ``position``."""
-    from pulsar_spark.client.names import parse_topic
+    from pulsar_spark.client import parse_topic
 
     try:
         data = json.loads(found)

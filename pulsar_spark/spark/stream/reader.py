@@ -42,9 +42,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from pulsar_spark.client import PulsarClient, SizedRef
-from pulsar_spark.client.names import parse_topic
-from pulsar_spark.client.read.last_ids import LastIds, PartitionEnd
+from pulsar_spark.client import LastIds, PartitionEnd, PulsarClient, SizedRef, parse_topic
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
 

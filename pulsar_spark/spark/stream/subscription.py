@@ -43,9 +43,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 
-from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.names import parse_topic
-from pulsar_spark.client.read.last_ids import LastIds, PartitionEnd
+from pulsar_spark.client import LastIds, PartitionEnd, PulsarClient, parse_topic
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
 
