@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .values.arrow_types import arrow_type, primitive_schema_type
     from .values.avro.arrow_types import avro_schema_for
     from .values.avro.decode import AvroPlan, avro_plan
+    from .values.decode import Decoded, decode_values, decoded_type
     from .values.encode_errors import SchemaMismatch
     from .values.errors import (
         SchemaDecodeError,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         UnmappableSchema,
     )
     from .values.json.decode import JsonPlan, decode_json
+    from .values.key_value import split_inline
     from .values.primitive.decode import decode_primitive, decode_primitive_collect
 
 __getattr__, __dir__ = lazy_exports(
@@ -50,6 +52,10 @@ __getattr__, __dir__ = lazy_exports(
         "avro_schema_for": "values.avro.arrow_types",
         "primitive_schema_type": "values.arrow_types",
         "SchemaMismatch": "values.encode_errors",
+        "Decoded": "values.decode",
+        "decode_values": "values.decode",
+        "decoded_type": "values.decode",
+        "split_inline": "values.key_value",
         "SchemaDecodeError": "values.errors",
         "SchemaError": "values.errors",
         "SchemaResolutionError": "values.errors",
@@ -60,6 +66,10 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "Decoded",
+    "decode_values",
+    "decoded_type",
+    "split_inline",
     "ROW_SCHEMA",
     "ArrowBatchBuilder",
     "AvroPlan",

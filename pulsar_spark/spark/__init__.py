@@ -10,9 +10,9 @@
 - :mod:`.stream`: the stream reader and writer, admission control, lag, data loss,
   checkpoint offsets and the durable subscription.
 - schemas: :mod:`.read_schema` plans a typed read, :mod:`.value_decode` decodes it in the
-  task, :mod:`.write_schema` registers and encodes a typed write; :mod:`.spark_types`,
-  :mod:`.ddl`, :mod:`.schema_change`, :mod:`.key_value_split` and :mod:`.streamnative_rows`
-  (``rowLayout=streamnative``) serve them.
+  task by schema version (with the columnar layer's decode switch), :mod:`.write_schema`
+  registers and encodes a typed write; :mod:`.spark_types`, :mod:`.ddl`,
+  :mod:`.schema_change` and :mod:`.streamnative_rows` (``rowLayout=streamnative``) serve them.
 - :mod:`.errors` (each a ``PulsarError``) and :mod:`.compat` (the Spark version).
 
 pyspark loads with :mod:`.datasource`, :mod:`.reader`, :mod:`.writer`, :mod:`.spark_types` and

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 
 from pulsar_spark.client import PulsarClient, VersionedSchema
-from pulsar_spark.columnar import ROW_SCHEMA, SchemaError
+from pulsar_spark.columnar import ROW_SCHEMA, SchemaError, decoded_type
 from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
 
@@ -47,7 +47,6 @@ __all__ = [
     "plan_for",
     "plan_read_schema",
     "row_schema",
-    "value_type",
 ]
 
 log = logging.getLogger(__name__)
@@ -119,30 +118,15 @@ def row_schema(reader: SchemaInfo | None, *, dead_letter: bool, topic: str = "")
     if reader is not None:
         if reader.type is SchemaType.KEY_VALUE:
             halves = split_key_value(reader)
-            key = value_type(halves.key, topic=topic)
+            key = decoded_type(halves.key, topic=topic)
             schema = schema.set(schema.get_field_index("key"), pa.field("key", key))
-            value = value_type(halves.value, topic=topic)
+            value = decoded_type(halves.value, topic=topic)
         else:
-            value = value_type(reader, topic=topic)
+            value = decoded_type(reader, topic=topic)
         schema = schema.set(schema.get_field_index("value"), pa.field("value", value))
     if dead_letter:
         schema = schema.append(pa.field(DECODE_ERROR, pa.string()))
     return schema
-
-
-def value_type(info: SchemaInfo, *, topic: str = "") -> pa.DataType:
-    """The Arrow type values of a (non KEY_VALUE) schema decode into: the schema mapping's,
-    with every nested field nullable for JSON (a JSON document may leave any field out).
-
-    Raises:
-        UnmappableSchema: naming the field and ``topic``.
-    """
-    # Imported here: a raw read (its workers too) maps no schema.
-    from pulsar_spark.columnar import arrow_type
-    from pulsar_spark.columnar.values.json.decode import nullable_type
-
-    mapped = arrow_type(info, topic=topic)
-    return nullable_type(mapped) if info.type is SchemaType.JSON else mapped
 
 
 def _key(found: VersionedSchema | None) -> tuple[int, str] | None:

@@ -36,28 +36,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pulsar_spark.columnar import SchemaDecodeError, SchemaError, SchemaResolutionError
-from pulsar_spark.protocol.errors import PulsarError
+from pulsar_spark.columnar import (
+    Decoded,
+    SchemaDecodeError,
+    SchemaError,
+    SchemaResolutionError,
+    decode_values,
+    decoded_type,
+    split_inline,
+)
 from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .errors import SchemaChangedError
-from .key_value_split import split_inline
-from .read_schema import ReadSchema, value_type
+from .read_schema import ReadSchema
 from .schema_change import describe_change
 
 __all__ = ["ValueDecoder"]
 
-#: A decoded column and, when collecting, the error text of each row (null: decoded).
-Decoded = tuple[pa.Array, pa.Array | None]
 #: Fetches a topic's schema of a version (None: the broker has no such version).
 Fetch = Callable[[int], SchemaInfo | None]
 #: The topic's latest schema now (None: it has none).
 Latest = Callable[[], SchemaInfo | None]
-
-
-class _Mismatch(PulsarError):
-    """A writer schema that cannot be read as the reader (turned into SchemaChangedError)."""
 
 
 class ValueDecoder:
@@ -206,7 +206,7 @@ class ValueDecoder:
             value, errors = self._decode(writer, reader, batch.column("value"), collect)
         except SchemaDecodeError as exc:
             raise self._located(exc, batch, version) from None
-        except (_Mismatch, SchemaResolutionError) as exc:
+        except SchemaResolutionError as exc:
             raise self._changed(version, writer, reader, exc) from None
         return value, None, errors
 
@@ -215,7 +215,7 @@ class ValueDecoder:
     ) -> tuple[pa.Array, pa.Array | None, pa.Array | None]:
         if writer.type is not SchemaType.KEY_VALUE:
             msg = f"{writer.describe()} values cannot be read as KEY_VALUE"
-            raise _Mismatch(msg)
+            raise SchemaResolutionError(msg, topic=self.topic)
         written, wanted = split_key_value(writer), split_key_value(reader)
         payload = batch.column("value")
         if written.encoding is KeyValueEncoding.INLINE:
@@ -247,59 +247,16 @@ class ValueDecoder:
     def _type(self, info: SchemaInfo) -> pa.DataType:
         found = self._types.get(info)
         if found is None:
-            found = self._types[info] = value_type(info, topic=self.topic)
+            found = self._types[info] = decoded_type(info, topic=self.topic)
         return found
 
     def _decode(
         self, writer: SchemaInfo, reader: SchemaInfo, values: pa.Array, collect: bool
     ) -> Decoded:
-        # Each format's decoder is imported by its branch: a worker loads what it reads.
-        kind = reader.type
-        if kind is SchemaType.AVRO:
-            from pulsar_spark.columnar import avro_plan
-
-            if writer.type is not SchemaType.AVRO:
-                msg = f"{writer.describe()} values cannot be read as AVRO"
-                raise _Mismatch(msg)
-            plan = avro_plan(writer.data, reader.data, topic=self.topic)
-            if collect:
-                return plan.decode_collect(values)
-            return plan.decode(values), None
-        if kind is SchemaType.JSON:
-            from pulsar_spark.columnar import avro_plan, decode_json
-
-            if writer.type is SchemaType.JSON and writer is not reader:
-                avro_plan(writer.data, reader.data, topic=self.topic)  # resolves, or raises
-            elif (
-                writer.type not in (SchemaType.JSON, SchemaType.STRING) and not writer.type.is_bytes
-            ):
-                msg = f"{writer.describe()} values cannot be read as JSON"
-                raise _Mismatch(msg)
-            return decode_json(self._type(reader), values, topic=self.topic, collect=collect)
-        if kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
-            from pulsar_spark.columnar.values.proto.decode import proto_plan, proto_resolve
-
-            if writer.type is not kind:
-                msg = f"{writer.describe()} values cannot be read as {kind.name}"
-                raise _Mismatch(msg)
-            proto = proto_plan(reader, topic=self.topic)
-            if writer is not reader and writer != reader:
-                proto_resolve(proto_plan(writer, topic=self.topic), proto)  # or raises
-            if collect:
-                return proto.decode_collect(values)
-            return proto.decode(values), None
-        if kind.is_primitive:
-            from pulsar_spark.columnar import decode_primitive, decode_primitive_collect
-
-            if writer.type is not kind and not writer.type.is_bytes:
-                msg = f"{writer.describe()} values cannot be read as {kind.name}"
-                raise _Mismatch(msg)
-            charset = reader.properties.get("__charset")
-            if collect:
-                return decode_primitive_collect(values, kind, topic=self.topic, charset=charset)
-            return decode_primitive(values, kind, topic=self.topic, charset=charset), None
-        msg = f"{reader.describe()} values cannot be decoded here"
-        raise SchemaResolutionError(msg, topic=self.topic)
+        dtype = self._type(reader) if reader.type is SchemaType.JSON else None
+        return decode_values(
+            writer, reader, values, topic=self.topic, collect=collect, reader_type=dtype
+        )
 
     # -- errors --------------------------------------------------------------------------
 

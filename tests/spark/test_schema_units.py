@@ -17,6 +17,7 @@ from pulsar_spark.client.schemas import VersionedSchema
 from pulsar_spark.columnar import ROW_SCHEMA
 from pulsar_spark.columnar.rows.schema_version import entry_schema_version, schema_version_column
 from pulsar_spark.columnar.values.errors import SchemaDecodeError
+from pulsar_spark.columnar.values.key_value import split_inline
 from pulsar_spark.protocol import pb
 from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema
 from pulsar_spark.protocol.schemas.types import SchemaType
@@ -27,7 +28,6 @@ from pulsar_spark.spark.errors import (
     SchemaChangedError,
     TopicSchemaError,
 )
-from pulsar_spark.spark.key_value_split import split_inline
 from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.read_schema import plan_read_schema, row_schema
 from pulsar_spark.spark.schema_change import describe_change

@@ -1,5 +1,6 @@
-"""KEY_VALUE payloads from the encoded halves, columnar: INLINE (both halves in the payload)
-and SEPARATED (the key in the message key as Base64, the value as the payload).
+"""KEY_VALUE payloads, columnar, both ways: the encoded halves laid out as INLINE (both
+halves in the payload) or SEPARATED (the key in the message key as Base64, the value as
+the payload), and INLINE payloads split back into their halves for a typed read.
 
 ::
 
@@ -9,7 +10,8 @@ and SEPARATED (the key in the message key as Base64, the value as the payload).
                 key, with partition_key_b64_encoded (null key: no partition key)
 
 The halves are binary arrays of payloads (null where the half is null), as
-the other ``encode_*`` modules make them, each with its own schema.
+the other encoders make them, each with its own schema; :func:`split_inline`
+gives them back from INLINE payloads (NumPy over every payload at once).
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..arrays import Mask
+from ..arrays import Int64s, Mask, valid_mask
+from ..gather import gather_binary
 from ..pieces import Piece, base64_piece, binary_piece, expand, fixed, join, to_arrow
-from .avro.encode_nodes import valid_mask
 
-__all__ = ["inline_payloads", "separated_keys"]
+__all__ = ["inline_payloads", "separated_keys", "split_inline"]
 
 
 def _half(array: pa.Array) -> tuple[Piece, Piece]:
@@ -59,3 +61,56 @@ def separated_keys(keys: pa.Array) -> pa.Array:
         text = expand(text, valid)
     out = to_arrow(text, valid if keys.null_count else None)
     return out.view(pa.large_string() if pa.types.is_large_binary(out.type) else pa.string())
+
+
+class _Rows:
+    """Offsets, lengths and validity of a binary array's values."""
+
+    def __init__(self, values: pa.Array) -> None:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if not pa.types.is_binary(values.type):
+            values = values.cast(pa.binary())
+        self.values = values
+        n = len(values)
+        buffers = values.buffers()
+        offsets = np.frombuffer(buffers[1], np.int32, n + 1, 4 * values.offset).astype(np.int64)
+        self.starts: Int64s = offsets[:-1]
+        self.lens: Int64s = offsets[1:] - offsets[:-1]
+        self.data = (
+            np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+        )
+        self.valid: Mask = (
+            values.is_valid().to_numpy(zero_copy_only=False)
+            if values.null_count
+            else np.ones(n, bool)
+        )
+
+
+def split_inline(values: pa.Array) -> tuple[pa.Array, pa.Array, Mask]:
+    """The key and value bytes of KEY_VALUE INLINE payloads (``int32 BE length`` + bytes,
+    twice; length -1: null), and the mask of payloads that are not laid out so."""
+    rows = _Rows(values)
+    n = len(rows.lens)
+    data = rows.data
+    bad = np.zeros(n, bool)
+    parts = []
+    at = rows.starts.copy()
+    end = rows.starts + rows.lens
+    for _ in range(2):
+        room = rows.valid & ~bad & (end - at >= 4)
+        bad |= rows.valid & ~room
+        length = np.zeros(n, np.int64)
+        if room.any():
+            index = at[room][:, None] + np.arange(4)
+            length[room] = data[index].copy().view(">i4")[:, 0]
+        null = room & (length == -1)
+        bad |= room & ((length < -1) | (at + 4 + np.maximum(length, 0) > end))
+        good = rows.valid & ~bad
+        size = np.where(good & ~null, length, 0)
+        parts.append((at + 4, size, good & ~null))
+        at = at + 4 + size
+    keys, vals = (
+        gather_binary(data if len(data) else np.zeros(1, np.uint8), s, z, m) for s, z, m in parts
+    )
+    return keys, vals, bad

@@ -24,11 +24,12 @@ from typing import TypeAlias
 import numpy as np
 import pyarrow as pa
 
+from ...arrays import valid_mask
 from ...pieces import Piece, expand, join, to_arrow
 from ..encode_errors import Misfit, SchemaMismatch
 from .arrow_types import avro_schema_for
 from .encode_fit import fit_encoder
-from .encode_nodes import Enc, valid_mask
+from .encode_nodes import Enc
 from .schema import AvroType, parse_avro
 
 __all__ = [

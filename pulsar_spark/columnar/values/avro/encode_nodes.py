@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...arrays import Bytes, Int64s, Mask
+from ...arrays import Bytes, Int64s, Mask, list_parts, valid_mask
 from ...pieces import Piece, binary_piece, choice, constant, expand, fixed, group, join, long_piece
 from ..encode_errors import SchemaMismatch
 
@@ -49,33 +49,12 @@ __all__ = [
     "RecordEnc",
     "UnionEnc",
     "avro_long",
-    "list_parts",
-    "valid_mask",
 ]
 
 
 def avro_long(value: int) -> bytes:
     """One Avro long (zigzag varint) as bytes."""
     return long_piece(np.array([value], np.int64)).data.tobytes()
-
-
-def valid_mask(array: pa.Array) -> Mask:
-    """True where ``array`` holds a value."""
-    if array.null_count == 0:
-        return np.ones(len(array), bool)
-    mask: Mask = array.is_valid().to_numpy(zero_copy_only=False)
-    return mask
-
-
-def list_parts(array: pa.Array) -> tuple[Int64s, pa.Array]:
-    """The offsets of a list (or map) array, from 0, and the elements they index."""
-    if pa.types.is_fixed_size_list(array.type):
-        size = array.type.list_size
-        offsets = np.arange(len(array) + 1, dtype=np.int64) * size
-        return offsets, array.values.slice(array.offset * size, len(array) * size)
-    raw = np.asarray(array.offsets.to_numpy(zero_copy_only=False), np.int64)
-    first = int(raw[0])
-    return raw - first, array.values.slice(first, int(raw[-1]) - first)
 
 
 class Enc:

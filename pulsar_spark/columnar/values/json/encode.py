@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ...arrays import list_parts, valid_mask
 from ...pieces import Piece, binary_piece, choice, constant, expand, group, join, to_arrow
 from ..avro.encode import Values, value_array, writer_schema
 from ..avro.encode_fit import fit_encoder
@@ -42,8 +43,6 @@ from ..avro.encode_nodes import (
     FixedEnc,
     FloatEnc,
     LongEnc,
-    list_parts,
-    valid_mask,
 )
 from ..avro.schema import AvroType, Record, Union
 from ..encode_errors import Misfit, SchemaMismatch

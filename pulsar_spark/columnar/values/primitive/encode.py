@@ -31,10 +31,9 @@ import pyarrow as pa
 
 from pulsar_spark.protocol.schemas.types import SchemaType
 
-from ...arrays import Bytes, Int64s
+from ...arrays import Bytes, Int64s, valid_mask
 from ...pieces import Piece, binary_piece, to_arrow
 from ..avro.encode import Values, value_array
-from ..avro.encode_nodes import valid_mask
 from ..encode_errors import SchemaMismatch
 
 __all__ = ["check_primitive", "encode_primitive", "primitive_fits"]

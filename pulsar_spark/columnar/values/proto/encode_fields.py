@@ -28,8 +28,8 @@ import pyarrow as pa
 
 from pulsar_spark.protocol.wire import encode_varint
 
+from ...arrays import list_parts, valid_mask
 from ...pieces import Piece, constant, expand, group, join, varint_piece
-from ..avro.encode_nodes import list_parts, valid_mask
 from ..encode_errors import SchemaMismatch
 from .encode_values import IntValue, MessageValue, ValueEnc, plain
 
