@@ -18,7 +18,7 @@ from pulsar_spark.client import (
     parse_service_url,
     parse_topic,
 )
-from pulsar_spark.client.read.bounds import Bound, end_bound, start_bound
+from pulsar_spark.client.read.bounds import end_bound, start_bound
 from pulsar_spark.protocol import EARLIEST, LATEST, MessageId, Position
 
 
@@ -130,21 +130,24 @@ def test_positions_name_ids_for_the_client_api() -> None:
 def test_bounds_from_positions_ids_and_times() -> None:
     mid = MessageId(1, 2, -1, 4)
     # A position says what it includes: an end at after:X includes X, from:X stops before.
-    assert start_bound(Position.at(mid)) == Bound(mid, True)
-    assert start_bound(Position.after(mid)) == Bound(mid, False)
-    assert start_bound("after:1:2:-1:4", inclusive=True) == Bound(mid, False)
-    assert end_bound(Position.after(mid)) == Bound(mid, True)
-    assert end_bound(Position.at(mid), inclusive=True) == Bound(mid, False)
-    assert end_bound(Position.latest(), inclusive=False) == Bound(LATEST, True)
-    assert start_bound(Position.earliest()) == Bound(EARLIEST, True)
-    # Bare ids and words keep the flags they come with.
-    assert start_bound("1:2:-1:4", inclusive=False) == Bound(mid, False)
-    assert end_bound(mid, inclusive=False) == Bound(mid, False)
-    assert end_bound("latest") == Bound(LATEST, True)
+    assert start_bound(Position.at(mid)) == Position.at(mid)
+    assert start_bound(Position.after(mid)) == Position.after(mid)
+    assert start_bound("after:1:2:-1:4", inclusive=True) == Position.after(mid)
+    assert end_bound(Position.after(mid)) == Position.after(mid)
+    assert end_bound(Position.at(mid), inclusive=True) == Position.at(mid)
+    assert end_bound(Position.latest(), inclusive=False) == Position.latest()
+    assert start_bound(Position.earliest()) == Position.earliest()
+    # Bare ids and words keep the flags they come with: included as an end is after:X.
+    assert start_bound("1:2:-1:4", inclusive=False) == Position.after(mid)
+    assert end_bound(mid, inclusive=False) == Position.at(mid)
+    assert end_bound(mid, inclusive=True) == Position.after(mid)
+    assert end_bound("latest") == Position.latest()
+    assert start_bound(EARLIEST) == Position.earliest()
+    assert end_bound(LATEST, inclusive=False) == Position.latest()
     # Times: a position or a datetime, resolved per partition later.
     when = dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc)
     ms = int(when.timestamp() * 1000)
-    assert start_bound(when) == start_bound(Position.at_time(ms)) == Bound(EARLIEST, True, ms)
+    assert start_bound(when) == start_bound(Position.at_time(ms)) == Position.at_time(ms)
     assert end_bound(when).time_ms == end_bound(f"time:{ms}").time_ms == ms
     assert start_bound(when.replace(tzinfo=None)).time_ms == ms  # naive = UTC
     with pytest.raises(ClientError, match="end="):

@@ -12,14 +12,17 @@ A start or end may be given as
   ``start_inclusive``/``end_inclusive`` say;
 * a publish time as a ``datetime`` (a naive one is UTC), like ``time:<ms>``.
 
-:func:`start_bound` and :func:`end_bound` turn each into a :class:`Bound`;
-malformed values raise :class:`~.errors.ClientError` naming the argument.
+:func:`start_bound` and :func:`end_bound` turn each into the one position type,
+:class:`~pulsar_spark.protocol.ids.position.Position` (an id given with
+``inclusive`` becomes ``from:`` or ``after:`` as its role says, a datetime
+``time:``); malformed values raise :class:`~.errors.ClientError` naming the
+argument. A reader takes a start as ``from:X`` (X included) or ``after:X``, and
+an end as ``after:X`` (X included) or ``from:X`` (stops before X).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 from pulsar_spark.protocol.ids.message_id import EARLIEST, LATEST, MessageId
 from pulsar_spark.protocol.ids.position import InvalidPosition, Position
@@ -29,7 +32,6 @@ from ..errors import ClientError, InvalidArgument
 __all__ = [
     "FROM_EARLIEST",
     "TO_LATEST",
-    "Bound",
     "BoundLike",
     "end_bound",
     "parse_position",
@@ -43,22 +45,9 @@ BoundLike = Position | str | MessageId | dt.datetime
 _PREFIXES = ("from:", "after:", "time:")
 
 
-@dataclass(frozen=True, slots=True)
-class Bound:
-    """One end of a read as a reader takes it.
-
-    ``time_ms``, when set, is a publish time still to resolve against each
-    partition; ``message_id`` is then EARLIEST (a start) or LATEST (an end).
-    """
-
-    message_id: MessageId
-    inclusive: bool = True
-    time_ms: int | None = None
-
-
 #: A read from the first message on, and one to the last message (when it starts).
-FROM_EARLIEST = Bound(EARLIEST)
-TO_LATEST = Bound(LATEST)
+FROM_EARLIEST = Position.earliest()
+TO_LATEST = Position.latest()
 
 
 def publish_time_ms(value: dt.datetime, what: str) -> int:
@@ -104,29 +93,24 @@ def parse_position(value: str | MessageId | Position, what: str) -> MessageId:
     raise ClientError(msg)
 
 
-def start_bound(value: BoundLike, inclusive: bool = True, what: str = "start") -> Bound:
+def start_bound(value: BoundLike, inclusive: bool = True, what: str = "start") -> Position:
     """Where a read starts; ``inclusive`` applies to ids given without a position kind."""
     return _bound(value, inclusive, what, end=False)
 
 
-def end_bound(value: BoundLike, inclusive: bool = True, what: str = "end") -> Bound:
+def end_bound(value: BoundLike, inclusive: bool = True, what: str = "end") -> Position:
     """Where a read ends; ``inclusive`` applies to ids given without a position kind."""
     return _bound(value, inclusive, what, end=True)
 
 
-def _bound(value: BoundLike, inclusive: bool, what: str, *, end: bool) -> Bound:
-    unset = LATEST if end else EARLIEST  # the id that stands for a time to resolve
+def _bound(value: BoundLike, inclusive: bool, what: str, *, end: bool) -> Position:
     if isinstance(value, dt.datetime):
-        return Bound(unset, True, publish_time_ms(value, what))
+        return Position.at_time(publish_time_ms(value, what))
     position = _as_position(value, what)
-    if position is None:
-        return Bound(parse_position(value, what), inclusive)
-    if position.kind == "time":
-        return Bound(unset, True, position.time_ms)
-    if not position.is_id:  # earliest, latest
-        return Bound(position.id_or(), True)
-    # The end of a range is the start of the next: as an end, after:X includes X.
-    return Bound(position.id_or(), position.inclusive != end)
+    if position is not None:
+        return position
+    # The end of a range is the start of the next: an end that includes X is after:X.
+    return Position.of(parse_position(value, what), inclusive=inclusive != end)
 
 
 def _as_position(value: object, what: str) -> Position | None:

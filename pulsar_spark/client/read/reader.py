@@ -46,7 +46,8 @@ from pulsar_spark.protocol.chunks import is_chunk
 from pulsar_spark.protocol.entry import Entry, select
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.framing import Frame
-from pulsar_spark.protocol.ids.message_id import EARLIEST, MessageId, to_signed64
+from pulsar_spark.protocol.ids.message_id import LATEST, MessageId, to_signed64
+from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 
 from ..errors import OperationTimeout
@@ -54,7 +55,7 @@ from ..names import TopicName
 from ..net.lookup import LookupService
 from ..net.waiter import quiet_for
 from ..retry import may_retry
-from .bounds import FROM_EARLIEST, TO_LATEST, Bound
+from .bounds import FROM_EARLIEST, TO_LATEST
 from .chunk_bounds import ChunkBounds, ChunkLossReport, skip_incomplete
 from .end import end_position
 from .gaps import GapWatch, entry_needed
@@ -80,10 +81,10 @@ class PartitionReader(ReaderSession):
 
     Args (besides those of :class:`~.session.ReaderSession`: lookup, topic,
     start, receiver_queue_size, operation_timeout, schema):
-        end: where the read ends (:class:`~.bounds.Bound`): LATEST (the last
-            message when the read starts) or a message id, included or not; or a
-            publish time, to stop before the first message published at or after
-            it (resolved by a seek when the read starts).
+        end: where the read ends (a :class:`~pulsar_spark.protocol.ids.position.Position`):
+            latest (the last message when the read starts), ``after:X`` (X included),
+            ``from:X`` (it stops before X), or ``time:`` a publish time, to stop before the first
+            message published at or after it (resolved by a seek when the read starts).
         batch_rows, batch_bytes: when to emit a RecordBatch (at most a quarter of
             ``buffer_bytes``).
         buffer_bytes: bytes the read holds at most (in flight, queued, chunked
@@ -111,8 +112,8 @@ class PartitionReader(ReaderSession):
         lookup: LookupService,
         topic: TopicName,
         *,
-        start: Bound = FROM_EARLIEST,
-        end: Bound = TO_LATEST,
+        start: Position = FROM_EARLIEST,
+        end: Position = TO_LATEST,
         receiver_queue_size: int = 1000,
         batch_rows: int = 10_000,
         batch_bytes: int = 64 << 20,
@@ -135,8 +136,9 @@ class PartitionReader(ReaderSession):
             schema=schema,
             buffer_bytes=buffer_bytes,
         )
-        self._end = end.message_id
-        self._end_inclusive = end.inclusive
+        # An end includes what it names unless it is from:X (the start of what follows).
+        self._end = LATEST if end.kind == "time" else end.id_or()
+        self._end_inclusive = end.kind != "from"
         self._end_time = end.time_ms
         self._gaps = GapWatch(lookup, topic, self.partition, operation_timeout, missing_start)
         #: The last entry the read must deliver (:func:`~.gaps.entry_needed`).
@@ -209,7 +211,7 @@ class PartitionReader(ReaderSession):
         reader = cls(
             lookup,
             topic,
-            start=Bound(EARLIEST, True, publish_time),
+            start=Position.at_time(publish_time),
             receiver_queue_size=100,
             operation_timeout=operation_timeout,
             chunk_loss=skip_incomplete,

@@ -17,7 +17,8 @@ from typing import TypeVar
 
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol.errors import PulsarError
-from pulsar_spark.protocol.ids.message_id import EARLIEST, LATEST, MessageId, to_signed64
+from pulsar_spark.protocol.ids.message_id import EARLIEST, MessageId, to_signed64
+from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 
 from ..config import DEFAULT_READ_BUFFER_BYTES
@@ -26,7 +27,7 @@ from ..names import TopicName
 from ..net.capabilities import BrokerKind
 from ..net.lookup import LookupService
 from ..retry import Backoff, may_retry
-from .bounds import FROM_EARLIEST, Bound
+from .bounds import FROM_EARLIEST
 from .consumer import FlowWindow, Inbox, ReaderConsumer
 from .sub_names import fresh_name
 
@@ -54,9 +55,9 @@ class ReaderSession:
     Args:
         lookup: discovery and connections.
         topic: the topic (a partition name for a partitioned topic).
-        start: where the read starts (:class:`~.bounds.Bound`): EARLIEST, LATEST or
-            a message id, included or not; or a publish time, to start at the first
-            message published at or after it (a seek).
+        start: where the read starts (a :class:`~pulsar_spark.protocol.ids.position.Position`):
+            earliest, latest, ``from:X`` (X included), ``after:X``, or ``time:`` a publish time, to
+            start at the first message published at or after it (a seek).
         receiver_queue_size: flow permits (messages) outstanding; the window
             grows for large batches (:class:`~.consumer.FlowWindow`).
         buffer_bytes: bytes the read may hold (in flight, queued, being put
@@ -75,7 +76,7 @@ class ReaderSession:
         lookup: LookupService,
         topic: TopicName,
         *,
-        start: Bound = FROM_EARLIEST,
+        start: Position = FROM_EARLIEST,
         receiver_queue_size: int = 1000,
         idle_timeout: float = 2.0,
         operation_timeout: float = 30.0,
@@ -101,9 +102,9 @@ class ReaderSession:
         self.topic = topic
         self.partition = topic.partition
         self.schema = schema
-        timed = start.time_ms is not None
-        self._start = EARLIEST if timed else start.message_id
-        self._start_inclusive = start.inclusive or timed
+        timed = start.kind == "time"
+        self._start = EARLIEST if timed else start.id_or()
+        self._start_inclusive = start.inclusive
         #: The publish time to seek to; None once a message at or after it came.
         self._start_time = start.time_ms
         self._window = FlowWindow(receiver_queue_size, buffer_bytes)
@@ -305,7 +306,7 @@ class ReaderSession:
     def _newest_publish_time(self) -> int | None:
         """The publish time (ms) of the topic's last entry; None when it is empty."""
         last = ReaderSession(
-            self.lookup, self.topic, start=Bound(LATEST), operation_timeout=self._timeout
+            self.lookup, self.topic, start=Position.latest(), operation_timeout=self._timeout
         ).last_message_id()
         if last is None:
             return None
@@ -313,7 +314,7 @@ class ReaderSession:
         found = ReaderSession(
             self.lookup,
             self.topic,
-            start=Bound(entry),
+            start=Position.at(entry),
             receiver_queue_size=1,
             operation_timeout=self._timeout,
         ).peek_entry()
@@ -330,7 +331,11 @@ def first_entry(
     exists, or of the publish time of the last one (which may be a chunk).
     """
     session = ReaderSession(
-        lookup, topic, start=Bound(at), receiver_queue_size=1, operation_timeout=operation_timeout
+        lookup,
+        topic,
+        start=Position.at(at),
+        receiver_queue_size=1,
+        operation_timeout=operation_timeout,
     )
     return session.peek_entry()
 
@@ -339,5 +344,7 @@ def last_message_id(
     lookup: LookupService, topic: TopicName, *, operation_timeout: float = 30.0
 ) -> MessageId | None:
     """The id of the last message of ``topic`` (one partition); None when it is empty."""
-    session = ReaderSession(lookup, topic, start=Bound(LATEST), operation_timeout=operation_timeout)
+    session = ReaderSession(
+        lookup, topic, start=Position.latest(), operation_timeout=operation_timeout
+    )
     return session.last_message_id()
