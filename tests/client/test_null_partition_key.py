@@ -11,7 +11,7 @@ import pytest
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.write.outgoing import seal
-from pulsar_spark.columnar.rows.encode import Rows, separated_keys_field
+from pulsar_spark.columnar.rows.encode import Item, Rows, separated_keys_field
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo, key_value_schema
 from pulsar_spark.protocol.schemas.types import SchemaType
@@ -31,7 +31,7 @@ def test_a_message_sent_alone_copies_the_flag_into_its_metadata() -> None:
     rows = Rows(_table())
     flags = []
     for i in range(4):
-        item = (i, rows.pres[i], rows.nulls[i], rows.values[i])
+        item = Item(i, rows.pres[i], rows.nulls[i], rows.values[i])
         sent = seal([item], producer="p", topic="t", batched=False, codec=0, limit=1 << 20,
                     chunking=False)  # fmt: skip
         meta = pb.MessageMetadata.FromString(sent.metadata)

@@ -92,25 +92,13 @@ def _rebuild(
     return cls(reason, topic=topic, message_id=message_id, key_names=key_names)
 
 
-class DecryptionError(CorruptMessage, CryptoError):
+class DecryptionError(CryptoError, CorruptMessage):
     """An encrypted message that was not decrypted (the crypto failure action was ``fail``).
 
     It is also a :class:`~.errors.CorruptMessage`: whatever bytes arrive,
-    decoding them ends in a result or a ProtocolError.
+    decoding them ends in a result or a ProtocolError. It takes
+    :class:`CryptoError`'s arguments and text (first in its MRO).
     """
-
-    def __init__(
-        self,
-        msg: str,
-        *,
-        topic: str | None = None,
-        message_id: str | None = None,
-        key_names: Sequence[str] = (),
-        offset: int | None = None,
-    ) -> None:
-        CryptoError.__init__(
-            self, msg, topic=topic, message_id=message_id, key_names=key_names, offset=offset
-        )
 
 
 class MissingPrivateKey(DecryptionError):

@@ -30,9 +30,6 @@ import pyarrow as pa
 
 from ..compat import require_spark
 from ..errors import StreamWriteError
-from ..options.parse import PulsarOptions
-from ..streamnative_rows import SinkColumns
-from ..write_schema import WritePlan
 from ..writer import PulsarArrowWriter, PulsarCommitMessage
 
 require_spark("streaming writes to Pulsar (DataSourceStreamArrowWriter)", (4, 1))
@@ -63,15 +60,10 @@ def sequence_base(batch_id: int) -> int:
 class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
     """Writes each micro-batch's tasks with deterministic names and sequence ids."""
 
-    def __init__(
-        self,
-        options: PulsarOptions,
-        columns: tuple[str, ...],
-        plans: dict[str, WritePlan] | None = None,
-        sink: SinkColumns | None = None,
-    ) -> None:
-        super().__init__(options, columns, plans, sink)
-        self._base = self._next_row = 0
+    #: The sequence id of the task's row 0 in its micro-batch, and of its next row
+    #: (set by :meth:`write`).
+    _base = 0
+    _next_row = 0
 
     def _task(self) -> tuple[str, int, int]:
         """(query id, partition id, batch id) of the running task."""

@@ -27,12 +27,44 @@ from .nodes import Node
 from .plan import compile_plan
 from .schema import AvroType, parse_avro
 
-__all__ = ["AvroPlan", "avro_plan", "datum_lanes"]
+__all__ = ["AvroPlan", "DatumPlan", "avro_plan", "datum_lanes"]
 
 SchemaText = str | bytes
 
 
-class AvroPlan:
+class DatumPlan:
+    """Decodes binary values (Arrow arrays of serialized datums), all at once, into
+    :attr:`type`: one value per datum, null where the value is null. A subclass reads
+    the lanes of the non-null values (:meth:`read`)."""
+
+    topic: str
+    type: pa.DataType
+
+    def decode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """One Arrow value per datum (null where ``values`` is null).
+
+        Raises:
+            SchemaDecodeError: a value that does not decode (the lowest row among the
+                values that failed at the first field that failed), naming the field.
+        """
+        return self._decode(values, Failures(len(values), topic=self.topic))
+
+    def decode_collect(self, values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+        """Like :meth:`decode`, but a value that does not decode comes out null, and the
+        second column holds its error text (null for the rows that decoded)."""
+        return collected(self._decode, values, self.topic)
+
+    def read(self, lanes: Lanes, failures: Failures) -> pa.Array:
+        """The values of the datums of ``lanes`` (their failures in ``failures``)."""
+        raise NotImplementedError
+
+    def _decode(self, values: pa.Array | pa.ChunkedArray, failures: Failures) -> pa.Array:
+        lanes, valid = datum_lanes(values, failures)
+        column = self.read(lanes, failures)
+        return column if valid is None else expand(column, valid)
+
+
+class AvroPlan(DatumPlan):
     """How to decode values written with ``writer`` into ``reader``'s Arrow type.
 
     Args:
@@ -62,24 +94,8 @@ class AvroPlan:
         self.type: pa.DataType = self.field.type
         self.root: Node = compile_plan(self.writer, self.reader, topic=topic, enums=enums)
 
-    def decode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """One Arrow value per Avro datum (null where ``values`` is null).
-
-        Raises:
-            SchemaDecodeError: a value that does not decode (the lowest row among the
-                values that failed at the first field that failed).
-        """
-        return self._decode(values, Failures(len(values), topic=self.topic))
-
-    def decode_collect(self, values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
-        """Like :meth:`decode`, but a value that does not decode comes out null, and the
-        second column holds its error text (null for the rows that decoded)."""
-        return collected(self._decode, values, self.topic)
-
-    def _decode(self, values: pa.Array | pa.ChunkedArray, failures: Failures) -> pa.Array:
-        lanes, valid = datum_lanes(values, failures)
-        column = self.root.read(lanes)
-        return column if valid is None else expand(column, valid)
+    def read(self, lanes: Lanes, failures: Failures) -> pa.Array:
+        return self.root.read(lanes)
 
 
 def datum_lanes(

@@ -153,12 +153,8 @@ def _field(
         return _map(ctx, field, found, sel, count, rows, path)
     if field.repeated:
         values, owners = _elements(ctx, field, found, sel, rows, path)
-        counts = np.bincount(owners, minlength=count)
-        offsets = np.zeros(count + 1, np.int32)
-        np.cumsum(counts, out=offsets[1:])
-        return pa.ListArray.from_arrays(
-            pa.array(offsets), values, type=proto_arrow_field(field).type
-        )
+        offsets = _offsets(owners, count)
+        return pa.ListArray.from_arrays(offsets, values, type=proto_arrow_field(field).type)
     present = np.zeros(count, bool)
     present[item] = True
     if oneof_valid is not None:
@@ -299,8 +295,13 @@ def _map(
             keep[last.column("at_max").to_numpy()] = True
             index = pa.array(np.flatnonzero(keep))
             keys, values, item = keys.take(index), values.take(index), item[keep]
+    dtype = proto_arrow_field(field).type
+    return pa.MapArray.from_arrays(_offsets(item, count), keys, values, type=dtype)
+
+
+def _offsets(item: Int64s, count: int) -> pa.Array:
+    """The list offsets of ``count`` items, from the item of each element (ascending)."""
     counts = np.bincount(item, minlength=count)
     offsets = np.zeros(count + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
-    dtype = proto_arrow_field(field).type
-    return pa.MapArray.from_arrays(pa.array(offsets), keys, values, type=dtype)
+    return pa.array(offsets)

@@ -26,8 +26,8 @@ import pyarrow as pa
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 from pulsar_spark.protocol.schemas.types import SchemaType
 
-from ..avro.decode import datum_lanes
-from ..avro.lanes import Failures, collected, expand
+from ..avro.decode import DatumPlan
+from ..avro.lanes import Failures, Lanes
 from ..errors import SchemaResolutionError, UnmappableSchema
 from .columns import message_array
 from .schema import ProtoField, ProtoMessage, parse_native, proto_arrow_type
@@ -35,7 +35,7 @@ from .schema import ProtoField, ProtoMessage, parse_native, proto_arrow_type
 __all__ = ["ProtoPlan", "proto_plan", "proto_resolve"]
 
 
-class ProtoPlan:
+class ProtoPlan(DatumPlan):
     """How to decode values of a protobuf message type into its Arrow struct.
 
     Args:
@@ -48,28 +48,12 @@ class ProtoPlan:
         self.topic = topic
         self.type: pa.DataType = proto_arrow_type(message)
 
-    def decode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """One struct per value (null where ``values`` is null).
-
-        Raises:
-            SchemaDecodeError: a value that does not decode (the lowest row among those
-                that failed first), naming the field.
-        """
-        return self._decode(values, Failures(len(values), topic=self.topic))
-
-    def decode_collect(self, values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
-        """Like :meth:`decode`, but a value that does not decode comes out null, and the
-        second column holds its error text (null for the rows that decoded)."""
-        return collected(self._decode, values, self.topic)
-
-    def _decode(self, values: pa.Array | pa.ChunkedArray, failures: Failures) -> pa.Array:
-        lanes, valid = datum_lanes(values, failures)
+    def read(self, lanes: Lanes, failures: Failures) -> pa.Array:
         n = len(lanes.pos)
         items = np.arange(n, dtype=np.int64)
-        column = message_array(
+        return message_array(
             lanes.data, self.message, lanes.pos, lanes.end, items, n, lanes.rows, failures
         )
-        return column if valid is None else expand(column, valid)
 
 
 @functools.lru_cache(maxsize=64)

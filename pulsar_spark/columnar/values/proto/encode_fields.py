@@ -71,6 +71,12 @@ class FieldEnc:
     def misfit(self, reason: str) -> SchemaMismatch:
         return SchemaMismatch.of([(self.path, reason)])
 
+    def refuse_nulls(self, array: pa.Array, where: str, part: str = "") -> None:
+        """Raise :class:`SchemaMismatch` (naming the field, ``part`` after its path) for
+        the nulls of ``array``, saying ``where`` they cannot be."""
+        if array.null_count:
+            raise SchemaMismatch.of([(self.path + part, _nulls(array.null_count, where))])
+
 
 class SingularField(FieldEnc):
     """A singular field. ``nullable``: nulls are absent fields (else an error);
@@ -135,14 +141,10 @@ class RepeatedField(FieldEnc):
 
     def pieces(self, array: pa.Array) -> list[Piece]:
         array = plain(array)
-        if array.null_count:
-            where = "a repeated field cannot be null (protobuf has no null list)"
-            raise self.misfit(_nulls(array.null_count, where))
+        self.refuse_nulls(array, "a repeated field cannot be null (protobuf has no null list)")
         offsets, elements = list_parts(array)
         elements = plain(elements)
-        if elements.null_count:
-            where = "a repeated field's elements cannot be null"
-            raise SchemaMismatch.of([(self.path + "[]", _nulls(elements.null_count, where))])
+        self.refuse_nulls(elements, "a repeated field's elements cannot be null", "[]")
         total = len(elements)
         if total == 0:
             return []
@@ -171,17 +173,13 @@ class MapField(FieldEnc):
 
     def pieces(self, array: pa.Array) -> list[Piece]:
         array = plain(array)
-        if array.null_count:
-            where = "a map field cannot be null (protobuf has no null map)"
-            raise self.misfit(_nulls(array.null_count, where))
+        self.refuse_nulls(array, "a map field cannot be null (protobuf has no null map)")
         offsets, entries = list_parts(array)
         total = len(entries)
         if total == 0:
             return []
         keys, values = plain(entries.field(0)), plain(entries.field(1))
-        if values.null_count:
-            where = "map values cannot be null"
-            raise SchemaMismatch.of([(self.path + "{}", _nulls(values.null_count, where))])
+        self.refuse_nulls(values, "map values cannot be null", "{}")
         body = join(
             [
                 constant(total, self.key_tag),
