@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pulsar_spark.client.crypto_keys import make_decryptor
 from pulsar_spark.protocol.errors import PulsarError
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 from pulsar_spark.protocol.topics import base_topic
+from pulsar_spark.protocol.txn import TxnId
 
 from .auth import Authentication, NoAuthentication
 from .config import DEFAULT_READ_BUFFER_BYTES, ClientConfig, TlsOptions
-from .crypto_keys import CryptoStats, counting_discards
+from .crypto_keys import CryptoStats, counting_discards, make_decryptor
 from .errors import ClientError
 from .names import TopicName, parse_service_url, parse_topic
 from .net.lookup import ConnectionPool, LookupService
@@ -36,6 +36,7 @@ from .read.sized_scan import SizedRef
 from .read.subscription import acknowledge_cumulative, unsubscribe
 from .retry import Action, Backoff, classify
 from .schemas import SchemaRegistry, VersionedSchema
+from .txn import Coordinators, Transaction
 
 if TYPE_CHECKING:  # loaded by create_producer: a read does not import the write path
     from .write.producer import Producer
@@ -97,6 +98,7 @@ class PulsarClient:
         self._pool = ConnectionPool(self.config)
         self._lookup = LookupService(self._pool)
         self._schemas = SchemaRegistry(self._lookup, operation_timeout=operation_timeout)
+        self._coordinators: Coordinators | None = None
 
     def __enter__(self) -> PulsarClient:
         return self
@@ -124,6 +126,35 @@ class PulsarClient:
         """Empty the schema cache (a topic deleted and created again numbers its
         schema versions anew)."""
         self._schemas.clear()
+
+    # -- transactions --------------------------------------------------------------
+
+    def new_transaction(self, timeout: float = 60.0) -> Transaction:
+        """A new transaction (:mod:`.txn`): give it to :meth:`create_producer`
+        (``transaction=``), then commit or abort it. Its coordinator aborts it
+        ``timeout`` seconds from now unless it ended first.
+
+        Raises:
+            TransactionsUnavailable: the broker has no transactions (pulsar-lite, or
+                ``transactionCoordinatorEnabled=false``).
+        """
+        return self._transactions().new_transaction(timeout)
+
+    def check_transactions(self) -> None:
+        """Raises :class:`~.txn.TransactionsUnavailable` unless the broker has
+        transactions (asked once; nothing is written)."""
+        self._transactions().count()
+
+    def transaction(self, txn: TxnId | str) -> Transaction:
+        """A transaction opened elsewhere (a task's), by its id, to commit or abort."""
+        return self._transactions().transaction(txn if isinstance(txn, TxnId) else TxnId.parse(txn))
+
+    def _transactions(self) -> Coordinators:
+        if self._coordinators is None:
+            self._coordinators = Coordinators(
+                self._lookup, operation_timeout=self.operation_timeout
+            )
+        return self._coordinators
 
     # -- discovery ---------------------------------------------------------------
 
@@ -303,6 +334,7 @@ class PulsarClient:
 
         ``options``: ``producer_name``, ``batch_max_messages``, ``batch_max_bytes``,
         ``batch_max_delay`` (s), ``max_pending_messages``, ``send_timeout`` (s),
+        ``transaction`` (a :meth:`new_transaction`: every message goes into it),
         ``encryption_keys`` and ``public_key`` (end-to-end encryption, see :class:`Producer`),
         ``schema`` (a :class:`SchemaInfo` the broker registers or checks as for the official
         clients, not sent for NONE or BYTES; the producer's ``schema_version`` says which

@@ -22,7 +22,6 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import ServerError, server_error
@@ -30,6 +29,7 @@ from pulsar_spark.protocol.schemas.info import SchemaInfo, version_from_bytes, v
 
 from .errors import ClientError
 from .names import TopicName
+from .net.dispatch import IdKind
 from .net.lookup import LookupService
 
 __all__ = ["SchemaRegistry", "VersionedSchema", "schema_context", "with_schema_context"]

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 from pulsar_spark.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from pulsar_spark.columnar.rows.smm.schema import SmmColumns
-
     from .gather import gather_binary, gather_string, map_array
     from .rows.builder import ArrowBatchBuilder
     from .rows.schema import ROW_SCHEMA
     from .rows.smm.columns import decode_smm_columns
+    from .rows.smm.schema import SmmColumns
     from .values.arrow_types import arrow_type, primitive_schema_type
     from .values.avro.arrow_types import avro_schema_for
     from .values.avro.decode import AvroPlan, avro_plan

@@ -7,13 +7,12 @@ bytes come out. It imports neither pyarrow nor numpy: the Arrow decoding of
 messages is :mod:`pulsar_spark.columnar`.
 """
 
-from pulsar_spark.protocol.entry_messages import Message, decode_key, messages
-
 from . import PulsarApi_pb2 as pb
 from .batch import BatchItems, encode_batch, is_batch, split_batch
 from .chunks import ChunkAssembler, ChunkedMessage, is_chunk
 from .codecs import CODEC_NAMES, codec_by_name, compress, decompress
 from .entry import Entry, open_entry, select
+from .entry_messages import Message, decode_key, messages
 from .errors import (
     BatchDecodeError,
     ChecksumMismatch,

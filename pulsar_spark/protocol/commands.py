@@ -14,6 +14,12 @@ answers each request, so a connection can refuse any other::
     GET_OR_CREATE_SCHEMA      -> GET_OR_CREATE_SCHEMA_RESPONSE
     PRODUCER                  -> PRODUCER_SUCCESS
     SUBSCRIBE, SEEK, UNSUBSCRIBE, CLOSE_CONSUMER, CLOSE_PRODUCER -> SUCCESS
+    TC_CLIENT_CONNECT_REQUEST -> TC_CLIENT_CONNECT_RESPONSE
+    NEW_TXN, ADD_PARTITION_TO_TXN, END_TXN -> their *_RESPONSE
+
+The transaction responses carry their own ``error`` and ``message`` fields
+rather than being answered with ERROR (except by a broker whose transactions are
+off, which answers ERROR NotAllowedError).
 
 ERROR may answer any request; it is not listed. PRODUCER and SUBSCRIBE carry
 a schema when given one, except a NONE or BYTES schema (sent as proto None),
@@ -27,19 +33,23 @@ from typing import TypeGuard
 from . import PulsarApi_pb2 as pb
 from .ids.message_id import MessageId
 from .schemas.info import SchemaInfo
+from .txn import TxnId
 
 __all__ = [
     "ANSWERS",
     "CommandType",
     "ack_cumulative",
+    "add_partition_to_txn",
     "auth_response",
     "close_consumer",
     "close_producer",
     "connect",
+    "end_txn",
     "flow",
     "get_last_message_id",
     "get_or_create_schema",
     "get_schema",
+    "new_txn",
     "lookup",
     "partitioned_metadata",
     "ping",
@@ -48,6 +58,7 @@ __all__ = [
     "seek_to_time",
     "send",
     "subscribe",
+    "tc_client_connect",
     "topics_of_namespace",
     "unsubscribe",
 ]
@@ -69,6 +80,10 @@ ANSWERS: dict[CommandType, CommandType] = {
     T.UNSUBSCRIBE: T.SUCCESS,
     T.CLOSE_CONSUMER: T.SUCCESS,
     T.CLOSE_PRODUCER: T.SUCCESS,
+    T.TC_CLIENT_CONNECT_REQUEST: T.TC_CLIENT_CONNECT_RESPONSE,
+    T.NEW_TXN: T.NEW_TXN_RESPONSE,
+    T.ADD_PARTITION_TO_TXN: T.ADD_PARTITION_TO_TXN_RESPONSE,
+    T.END_TXN: T.END_TXN_RESPONSE,
 }
 
 
@@ -242,9 +257,12 @@ def producer(
     producer_name: str | None,
     user_provided_name: bool,
     schema: SchemaInfo | None = None,
+    txn_enabled: bool = False,
 ) -> pb.BaseCommand:
     """PRODUCER; ``producer_name`` None lets the broker name it; ``schema`` is
-    registered (or checked) by the broker, its version in PRODUCER_SUCCESS."""
+    registered (or checked) by the broker, its version in PRODUCER_SUCCESS;
+    ``txn_enabled`` makes the broker answer once the topic's transaction buffer is
+    ready for transactional sends."""
     command = pb.CommandProducer(
         topic=topic,
         producer_id=producer_id,
@@ -254,6 +272,8 @@ def producer(
     )
     if producer_name:
         command.producer_name = producer_name
+    if txn_enabled:
+        command.txn_enabled = True
     if _carries(schema):
         command.schema.CopyFrom(schema.to_pb())
     return T(type=T.PRODUCER, producer=command)
@@ -266,11 +286,16 @@ def send(
     num_messages: int,
     highest_sequence_id: int | None = None,
     is_chunk: bool = False,
+    txn: TxnId | None = None,
 ) -> pb.BaseCommand:
-    """SEND (the frame's metadata and payload are added when it is encoded)."""
+    """SEND (the frame's metadata and payload are added when it is encoded); a
+    transactional send carries ``txn`` here and in its metadata (the broker routes
+    by this one, readers filter by the metadata's)."""
     command = pb.CommandSend(
         producer_id=producer_id, sequence_id=sequence_id, num_messages=num_messages
     )
+    if txn is not None:
+        command.txnid_most_bits, command.txnid_least_bits = txn
     if highest_sequence_id is not None:
         command.highest_sequence_id = highest_sequence_id
     if is_chunk:
@@ -281,6 +306,45 @@ def send(
 def close_producer(request_id: int, producer_id: int) -> pb.BaseCommand:
     close = pb.CommandCloseProducer(producer_id=producer_id, request_id=request_id)
     return T(type=T.CLOSE_PRODUCER, close_producer=close)
+
+
+# -- transactions -------------------------------------------------------------------------
+
+
+def tc_client_connect(request_id: int, tc_id: int) -> pb.BaseCommand:
+    """TC_CLIENT_CONNECT_REQUEST: loads coordinator ``tc_id`` on the broker that owns its
+    partition of the assign topic (needed before any other request to it)."""
+    request = pb.CommandTcClientConnectRequest(request_id=request_id, tc_id=tc_id)
+    return T(type=T.TC_CLIENT_CONNECT_REQUEST, tcClientConnectRequest=request)
+
+
+def new_txn(request_id: int, tc_id: int, timeout_ms: int) -> pb.BaseCommand:
+    """NEW_TXN: a transaction that coordinator ``tc_id`` aborts after ``timeout_ms``
+    unless it ended (field 2 carries milliseconds, whatever its older name says)."""
+    request = pb.CommandNewTxn(request_id=request_id, tc_id=tc_id, txn_ttl_seconds=timeout_ms)
+    return T(type=T.NEW_TXN, newTxn=request)
+
+
+def add_partition_to_txn(request_id: int, txn: TxnId, partitions: list[str]) -> pb.BaseCommand:
+    """ADD_PARTITION_TO_TXN: registers topic partitions before the transaction's first
+    send to each."""
+    request = pb.CommandAddPartitionToTxn(
+        request_id=request_id, txnid_most_bits=txn.most, txnid_least_bits=txn.least
+    )
+    request.partitions.extend(partitions)
+    return T(type=T.ADD_PARTITION_TO_TXN, addPartitionToTxn=request)
+
+
+def end_txn(request_id: int, txn: TxnId, *, commit: bool) -> pb.BaseCommand:
+    """END_TXN: commit (or abort) the transaction; answered once every partition
+    registered has its marker."""
+    request = pb.CommandEndTxn(
+        request_id=request_id,
+        txnid_most_bits=txn.most,
+        txnid_least_bits=txn.least,
+        txn_action=pb.COMMIT if commit else pb.ABORT,
+    )
+    return T(type=T.END_TXN, endTxn=request)
 
 
 # -- schemas ------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def open_entry(
     items = None
     if len(metadata.encryption_keys) and (batched or len(payload) or not metadata.null_value):
         if decrypt is None:
-            from pulsar_spark.protocol.crypto.fields import missing_key_error
+            from .crypto.fields import missing_key_error
 
             raise missing_key_error(metadata, message_id=where)
         opened = decrypt.open(metadata, payload, message_id=where)

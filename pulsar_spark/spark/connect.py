@@ -24,9 +24,9 @@ from pulsar_spark.client import (
     TokenAuthentication,
 )
 from pulsar_spark.client.net.keystores import KeyStoreError, TlsFiles, load_store
-from pulsar_spark.spark.options.auth import AuthSpec
 
 from .errors import PulsarOptionError
+from .options.auth import AuthSpec
 from .options.parse import PulsarOptions
 from .worker_clients import in_task, lend
 

@@ -40,7 +40,8 @@ from .read_schema import ReadSchema  # noqa: E402
 from .reader import PulsarBatchReader, PulsarFilteringReader  # noqa: E402
 from .spark_types import arrow_for, spark_schema  # noqa: E402
 from .streamnative_rows import STREAMNATIVE, SinkColumns, sink_columns  # noqa: E402
-from .writer import PulsarArrowWriter, check_columns, plan_topic_writes  # noqa: E402
+from .write_schema import WritePlan  # noqa: E402
+from .writer import PulsarArrowWriter, check_columns, check_transactions, plan_topic_writes  # noqa: E402
 
 if TYPE_CHECKING:  # loaded on first use: they need pyspark features a read does not
     from .stream.reader import PulsarStreamReader
@@ -179,6 +180,19 @@ class PulsarDataSource(DataSource):
             warn_unredacted_keys(self.options)
         return read
 
+    def _check_write(
+        self, schema: StructType, scope: Scope
+    ) -> tuple[tuple[str, ...], dict[str, WritePlan], SinkColumns | None]:
+        """A writer's columns, driver-side write plans and sink-column mapping (the
+        arguments after the options of :class:`PulsarArrowWriter`), once the options
+        and the DataFrame's columns are checked for ``scope``."""
+        self.parsed.check_scope(scope)
+        columns, schema = _sink_columns(schema)
+        check_columns(schema, self.parsed)
+        check_transactions(self.parsed)
+        plans = plan_topic_writes(self.parsed, schema)
+        return tuple(schema.fieldNames()), plans, columns
+
     def reader(self, schema: StructType) -> PulsarBatchReader:
         read = self._check_read(schema, Scope.BATCH_READ)
         if pushdown_asked(self.parsed.push_filters):  # see .pushdown
@@ -192,11 +206,7 @@ class PulsarDataSource(DataSource):
                 '.mode("append") (messages already in the topic stay).'
             )
             raise PulsarWriteError(msg)
-        self.parsed.check_scope(Scope.BATCH_WRITE)
-        columns, schema = _sink_columns(schema)
-        check_columns(schema, self.parsed)
-        plans = plan_topic_writes(self.parsed, schema)
-        return PulsarArrowWriter(self.parsed, tuple(schema.fieldNames()), plans, columns)
+        return PulsarArrowWriter(self.parsed, *self._check_write(schema, Scope.BATCH_WRITE))
 
     def streamReader(self, schema: StructType) -> PulsarStreamReader:
         from .stream.reader import PulsarStreamReader
@@ -219,8 +229,4 @@ class PulsarDataSource(DataSource):
                 "(see the README's 'Spark's output modes and save modes')"
             )
             raise PulsarWriteError(msg)
-        self.parsed.check_scope(Scope.STREAM_WRITE)
-        columns, schema = _sink_columns(schema)
-        check_columns(schema, self.parsed)
-        plans = plan_topic_writes(self.parsed, schema)
-        return PulsarStreamWriter(self.parsed, tuple(schema.fieldNames()), plans, columns)
+        return PulsarStreamWriter(self.parsed, *self._check_write(schema, Scope.STREAM_WRITE))

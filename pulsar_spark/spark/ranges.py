@@ -48,10 +48,10 @@ from pulsar_spark.client.read.end import beyond
 from pulsar_spark.protocol.ids.message_id import MessageId
 from pulsar_spark.protocol.ids.position import InvalidPosition, Position
 from pulsar_spark.protocol.topics import PARTITION_SUFFIX, base_topic
-from pulsar_spark.spark.options.values import OffsetSpec, pattern_parts
 
 from .errors import DataLossError, PulsarOptionError
 from .options.parse import PulsarOptions
+from .options.values import OffsetSpec, pattern_parts
 
 __all__ = [
     "chunk_lost",

@@ -7,6 +7,17 @@ with the broker's error. Delivery is at-least-once: a task that fails after
 some receipts, or is retried, or a job that is run again, writes those rows
 again (the topic cannot take them back).
 
+With ``deliveryGuarantee=exactly-once`` each task writes in a transaction of its own
+(:mod:`pulsar_spark.client.txn`) and hands its id to the driver in its commit
+message; the driver commits them all when the job commits, and aborts them when it
+aborts. A task that fails aborts its own; a task attempt whose message never reaches
+the driver (a killed worker, a speculative attempt that lost) leaves its
+transaction to time out (``transactionTimeout``): its rows are never visible, but
+until then they hold back readers of the partitions it wrote. The driver commits
+the transactions one by one: a driver that dies in the middle leaves the rest to
+time out, so the job's rows are then partly visible (the job failed; Spark's batch
+writes give no way to finish the commit later).
+
 Typed values (``schemaMode=auto``, the default): a ``value`` that is not
 binary is encoded with the schema :mod:`.write_schema` plans for its topic
 (the topic's own when the DataFrame fits it, else one derived from the
@@ -36,6 +47,8 @@ from pyspark.sql.types import (
 )
 
 from pulsar_spark.client import PulsarClient
+from pulsar_spark.client.txn import Transaction, TransactionsUnavailable
+from pulsar_spark.protocol.errors import PulsarError
 
 from .connect import open_client
 from .errors import PulsarOptionError, PulsarWriteError
@@ -49,6 +62,8 @@ __all__ = [
     "PulsarArrowWriter",
     "PulsarCommitMessage",
     "check_columns",
+    "check_transactions",
+    "end_transactions",
     "plan_topic_writes",
 ]
 
@@ -149,10 +164,59 @@ def _asks_topic_schema(value: pa.DataType, options: PulsarOptions) -> bool:
 
 @dataclass
 class PulsarCommitMessage(WriterCommitMessage):
-    """What one task wrote: messages acknowledged per topic."""
+    """What one task wrote: messages acknowledged per topic, and the transaction they
+    are in (``deliveryGuarantee=exactly-once``), as ``<most>:<least>``."""
 
     rows: int
     topics: dict[str, int]
+    txn: str | None = None
+
+
+EXACTLY_ONCE = "exactly-once"
+
+
+def check_transactions(options: PulsarOptions) -> None:
+    """On the driver, before anything is written: the broker has transactions, where
+    ``deliveryGuarantee=exactly-once`` asks for them."""
+    if options.delivery_guarantee != EXACTLY_ONCE:
+        return
+    with open_client(options, reuse=False) as client:
+        try:
+            client.check_transactions()
+        except TransactionsUnavailable as exc:
+            option, why = "deliveryGuarantee", f"exactly-once needs transactions, and {exc}"
+            raise PulsarOptionError(option, why) from exc
+
+
+def end_transactions(
+    options: PulsarOptions, messages: list[WriterCommitMessage | None], *, commit: bool
+) -> int:
+    """Commits (or aborts) the transactions of the tasks' ``messages``, on the driver;
+    how many. A commit that fails raises, naming the transactions committed before it
+    and those left (they time out)."""
+    ids = [m.txn for m in messages if isinstance(m, PulsarCommitMessage) and m.txn]
+    if not ids:
+        return 0
+    done: list[str] = []
+    with open_client(options, reuse=False) as client:
+        for i, txn in enumerate(ids):
+            try:
+                if commit:
+                    client.transaction(txn).commit()
+                else:
+                    client.transaction(txn).abort()
+            except PulsarError as exc:
+                if not commit:
+                    log.warning("pulsar sink: aborting transaction %s: %s", txn, exc)
+                    continue
+                msg = (
+                    f"committing transaction {txn} failed: {exc}. Committed before it: "
+                    f"{done or 'none'}; not committed (aborted when they time out): "
+                    f"{ids[i:]}"
+                )
+                raise PulsarWriteError(msg) from exc
+            done.append(txn)
+    return len(done)
 
 
 def _event_time_ms(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -204,7 +268,12 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         return plan
 
     def _open(
-        self, client: PulsarClient, topic: str, name: str | None, plan: WritePlan | None = None
+        self,
+        client: PulsarClient,
+        topic: str,
+        name: str | None,
+        plan: WritePlan | None = None,
+        txn: Transaction | None = None,
     ) -> object:
         o = self.options
         options: dict[str, object] = {
@@ -222,6 +291,8 @@ class PulsarArrowWriter(DataSourceArrowWriter):
             options["public_key"] = None if o.public_key is None else o.public_key.spec
         if plan is not None and plan.schema is not None:
             options["schema"] = plan.schema
+        if txn is not None:
+            options["transaction"] = txn
         return client.create_producer(
             topic, compression=o.compression, batching=o.batching, **options
         )
@@ -259,7 +330,10 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         name = self._producer_name()
         client = open_client(self.options)
         failed = True
+        txn: Transaction | None = None
         try:
+            if self.options.delivery_guarantee == EXACTLY_ONCE:
+                txn = client.new_transaction(self.options.transaction_timeout_ms / 1000)
             for batch in iterator:
                 for topic, rows in self._routed(batch):
                     producer = producers.get(topic)
@@ -267,7 +341,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
                         plan = self._plan(client, topic, rows)
                         encoders[topic] = RowEncoder(plan)
                         suffix = f"-{len(producers)}" if name and producers else ""
-                        producer = self._open(client, topic, name and name + suffix, plan)
+                        producer = self._open(client, topic, name and name + suffix, plan, txn)
                         producers[topic] = producer
                     table = encoders[topic].encode(rows)
                     self._send(producer, table)
@@ -285,15 +359,35 @@ class PulsarArrowWriter(DataSourceArrowWriter):
                     if not failed:
                         raise
                     log.debug("closing a producer after a failed write", exc_info=True)
+            if failed and txn is not None:
+                try:  # nothing of a failed task may ever show
+                    txn.abort()
+                except PulsarError as exc:
+                    log.warning("pulsar sink: aborting transaction %s: %s", txn.id, exc)
             client.close()
-        return PulsarCommitMessage(sum(counts.values()), counts)
+        return PulsarCommitMessage(
+            sum(counts.values()), counts, None if txn is None else str(txn.id)
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
+        if self.options.delivery_guarantee == EXACTLY_ONCE:
+            count = end_transactions(self.options, messages, commit=True)
+            log.info("pulsar sink: %d messages committed in %d transactions", rows, count)
+            return
         log.info("pulsar sink: %d messages acknowledged", rows)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
+        if self.options.delivery_guarantee == EXACTLY_ONCE:
+            count = end_transactions(self.options, messages, commit=False)
+            log.warning(
+                "pulsar sink: job aborted; %d transactions of finished tasks aborted (%d "
+                "messages never visible)",
+                count,
+                rows,
+            )
+            return
         log.warning(
             "pulsar sink: job aborted; %d messages of finished tasks stay written (at-least-once)",
             rows,

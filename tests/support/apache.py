@@ -1,4 +1,4 @@
-"""Apache Pulsar 4.0 standalone as a test broker: one JVM per instance, in four variants.
+"""Apache Pulsar 4.0 standalone as a test broker: one JVM per instance, in five variants.
 
 :class:`ApachePulsar` runs ``org.apache.pulsar.PulsarStandaloneStarter`` (broker,
 ZooKeeper and one bookie in one JVM) from the distribution of
@@ -18,6 +18,9 @@ ZooKeeper and one bookie in one JVM) from the distribution of
 ``dedup``
     Broker-wide deduplication and broker entry metadata (broker timestamp and index)
     exposed to clients.
+``txn``
+    Transactions on (``transactionCoordinatorEnabled``; standalone then makes a
+    1-partition coordinator assign topic: one coordinator), deduplication off.
 ``stock``
     Apache Pulsar 4.0's stock data-lifecycle policies (``conf/broker.conf``) on a fast
     clock (:data:`STOCK_SETTINGS`): no retention, closed ledgers of a topic that no durable
@@ -105,6 +108,15 @@ DEDUP_SETTINGS: dict[str, str] = {
     "exposingBrokerEntryMetadataToClientEnabled": "true",
 }
 
+#: Broker keys of the txn variant (issue 26): the transaction coordinator and the
+#: transaction buffer of every topic; deduplication stays off, so exactly-once writes are
+#: tested without it.
+TXN_ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
+TXN_SETTINGS: dict[str, str] = {
+    "transactionCoordinatorEnabled": "true",
+    "systemTopicEnabled": "true",
+}
+
 #: Broker keys of the stock variant: the data-lifecycle policies of Apache Pulsar 4.0's
 #: ``conf/broker.conf`` (what a production broker runs), with the clocks made fast. Every
 #: key name checked against ``org.apache.pulsar.broker.ServiceConfiguration`` of 4.0.8.
@@ -149,7 +161,7 @@ STOCK_SETTINGS: dict[str, str] = {
     "ttlDurationDefaultInSeconds": "0",
 }
 
-VARIANTS = ("plain", "secure", "dedup", "stock")
+VARIANTS = ("plain", "secure", "dedup", "stock", "txn")
 
 
 class ApachePulsar(BrokerProcess):
@@ -165,8 +177,9 @@ class ApachePulsar(BrokerProcess):
     Args:
         root: the instance's directory.
         variant: ``plain``, ``secure`` (TLS + tokens), ``dedup`` (deduplication and
-            broker entry metadata) or ``stock`` (stock data-lifecycle policies on a fast
-            clock: :data:`STOCK_SETTINGS`).
+            broker entry metadata), ``stock`` (stock data-lifecycle policies on a fast
+            clock: :data:`STOCK_SETTINGS`) or ``txn`` (transactions on:
+            :data:`TXN_SETTINGS`).
         name: for reports.
         settings: more broker keys (override the variant's).
         shared: a session instance: :meth:`stop`, :meth:`kill` and :meth:`restart` raise.
@@ -286,6 +299,8 @@ class ApachePulsar(BrokerProcess):
             s.update(DEDUP_SETTINGS)
         elif self.variant == "stock":
             s.update(STOCK_SETTINGS)
+        elif self.variant == "txn":
+            s.update(TXN_SETTINGS)
         if self.secure is not None:
             sec = self.secure
             s.update({
@@ -383,7 +398,8 @@ class ApachePulsar(BrokerProcess):
         )
 
     def _probe(self, left: float) -> bool:
-        """CONNECT answered with CONNECTED, and ``public/default`` listed by the admin API."""
+        """CONNECT answered with CONNECTED, and ``public/default`` listed by the admin API
+        (and, with transactions, the coordinator assign topic made)."""
         if "messaging service is ready" not in self.log_text(self._log_start):
             return False
         sec = self.secure
@@ -400,6 +416,10 @@ class ApachePulsar(BrokerProcess):
             admin = self.admin
             admin.timeout = 2.0
             if "public/default" not in admin.namespaces("public"):
+                return False
+            # Transactions: standalone makes pulsar/system and the coordinator assign
+            # topic just after the broker says it is ready.
+            if self.variant == "txn" and admin.partitions(TXN_ASSIGN_TOPIC) < 1:
                 return False
             if sec is not None:
                 # The client role may produce and consume in public/default.

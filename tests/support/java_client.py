@@ -56,6 +56,7 @@ __all__ = [
     "java_produce_protobuf_native",
     "json_schema",
     "key_value",
+    "run_tool",
     "same_values",
     "tool_classes",
 ]
@@ -149,25 +150,37 @@ def compile_tool(source: Path, prefix: str, *, extra: bytes = b"") -> Path:
     return classes
 
 
-def _run(args: list[str], stdin: str, timeout: float) -> list[dict[str, Any]]:
+def run_tool(
+    classes: Path, main: str, args: list[str], stdin: str, timeout: float
+) -> list[dict[str, Any]]:
+    """Runs class ``main`` of ``classes`` (with the distribution's jars) with ``args``
+    and ``stdin``; the JSON objects it printed, one per line.
+
+    Raises:
+        JavaClientError: it did not finish within ``timeout`` or exited non-zero.
+    """
     exe, _ = java()
     lib = ensure_distribution() / "lib"
-    command = [exe, *JVM_FLAGS, "-cp", f"{tool_classes()}:{lib}/*", "SchemaTool", *args]
+    command = [exe, *JVM_FLAGS, "-cp", f"{classes}:{lib}/*", main, *args]
     try:
         done = subprocess.run(
             command, input=stdin, capture_output=True, text=True, timeout=timeout, check=False
         )
     except subprocess.TimeoutExpired as exc:
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
-        msg = f"SchemaTool {args[:3]} did not finish in {timeout} s:\n{err[-3000:]}"
+        msg = f"{main} {args[:3]} did not finish in {timeout} s:\n{err[-3000:]}"
         raise JavaClientError(msg) from None
     if done.returncode != 0:
         msg = (
-            f"SchemaTool {args[:4]} exited {done.returncode}:\n{done.stderr[-4000:]}"
+            f"{main} {args[:4]} exited {done.returncode}:\n{done.stderr[-4000:]}"
             f"\nstdout: {done.stdout[-1000:]}"
         )
         raise JavaClientError(msg)
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _run(args: list[str], stdin: str, timeout: float) -> list[dict[str, Any]]:
+    return run_tool(tool_classes(), "SchemaTool", args, stdin, timeout)
 
 
 def java_produce_many(

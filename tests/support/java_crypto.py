@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .apache_dist import ensure_distribution, java
-from .java_client import JVM_FLAGS, LOG_CONFIG, JavaClientError, compile_tool
+from .java_client import LOG_CONFIG, JavaClientError, compile_tool, run_tool
 
 __all__ = ["java_consume_decrypted", "java_produce_encrypted", "java_produce_encrypted_many"]
 
@@ -30,24 +28,8 @@ def _classes() -> Path:
 
 
 def _run(args: list[str], stdin: str = "", timeout: float = 120.0) -> list[dict[str, Any]]:
-    exe, _ = java()
-    lib = ensure_distribution() / "lib"
-    command = [exe, *JVM_FLAGS, "-cp", f"{_classes()}:{lib}/*", "CryptoTool", *args]
     assert LOG_CONFIG.exists()
-    try:
-        done = subprocess.run(
-            command, input=stdin, capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired:
-        msg = f"CryptoTool {args[:3]} did not finish in {timeout} s"
-        raise JavaClientError(msg) from None
-    if done.returncode != 0:
-        msg = (
-            f"CryptoTool {args[:3]} exited {done.returncode}:\n{done.stderr[-4000:]}"
-            f"\nstdout: {done.stdout[-1000:]}"
-        )
-        raise JavaClientError(msg)
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return run_tool(_classes(), "CryptoTool", args, stdin, timeout)
 
 
 def java_produce_encrypted_many(

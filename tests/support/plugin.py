@@ -13,12 +13,13 @@ Fixtures
     A :class:`PulsarLite` with ``default_partitions = 4``. pulsar-lite treats *every* topic
     name as partitioned on such an instance, ``-partition-K`` names included (brokers.md,
     quirk 3), so partitioned tests get their own instance.
-``apache_pulsar``, ``apache_pulsar_secure``, ``apache_pulsar_dedup``, ``apache_pulsar_stock``
+``apache_pulsar``, ``apache_pulsar_secure``, ``apache_pulsar_dedup``, ``apache_pulsar_stock``,
+``apache_pulsar_txn``
 (session, started on first use)
     An :class:`ApachePulsar` of each variant (plain; TLS + tokens, ``.secure`` holding the
     certificates and tokens; deduplication + broker entry metadata; Apache Pulsar 4.0's
     stock data-lifecycle policies on a fast clock, which trim closed ledgers no durable
-    subscription needs and delete inactive topics within seconds).
+    subscription needs and delete inactive topics within seconds; transactions on).
 ``fresh_pulsar_lite``, ``fresh_apache_pulsar`` (function)
     A :class:`BrokerFactory`, ``fresh_pulsar_lite(*, start=True, **config)`` and
     ``fresh_apache_pulsar(*, variant="plain", start=True, **options)``, for tests that stop,
@@ -209,6 +210,13 @@ def apache_pulsar_stock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ap
     yield from _session_broker(
         tmp_path_factory, ApachePulsar, "apache_pulsar_stock", variant="stock"
     )
+
+
+@pytest.fixture(scope="session")
+def apache_pulsar_txn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApachePulsar]:
+    """A session-wide Apache Pulsar with transactions on (one coordinator) and
+    deduplication off."""
+    yield from _session_broker(tmp_path_factory, ApachePulsar, "apache_pulsar_txn", variant="txn")
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-from pulsar_spark.client.net.dispatch import IdKind
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import server_error
 
@@ -27,6 +26,7 @@ from ..config import ClientConfig
 from ..errors import ClientError, ConnectError, OperationTimeout
 from ..names import TopicName, parse_service_url
 from .connection import Connection
+from .dispatch import IdKind
 
 __all__ = ["BrokerAddress", "ConnectionPool", "LookupService", "MAX_REDIRECTS"]
 

@@ -15,7 +15,6 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from pulsar_spark.client.net.dispatch import Handler, IdKind, Key
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -25,6 +24,7 @@ from pulsar_spark.protocol.schemas.info import SchemaInfo
 
 from ..names import TopicName
 from ..net.connection import Connection
+from ..net.dispatch import Handler, IdKind, Key
 from ..net.lookup import LookupService
 from ..schemas import with_schema_context
 

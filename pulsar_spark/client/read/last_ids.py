@@ -55,7 +55,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pulsar_spark.client.net.dispatch import IdKind, Key
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -65,6 +64,7 @@ from pulsar_spark.protocol.ids.message_id import LATEST, MessageId
 from ..errors import ClientError
 from ..names import TopicName
 from ..net.connection import Connection
+from ..net.dispatch import IdKind, Key
 from ..net.lookup import BrokerAddress, LookupService
 from ..retry import Backoff, may_retry
 from .consumer import attach_consumer, last_and_mark_delete

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 import uuid
 
-from pulsar_spark.client.net.dispatch import IdKind, Key
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol import commands
 from pulsar_spark.protocol.errors import PulsarError, ServerError
@@ -27,6 +26,7 @@ from pulsar_spark.protocol.ids.message_id import MessageId
 from ..errors import ClientError, OperationTimeout
 from ..names import TopicName
 from ..net.connection import Connection
+from ..net.dispatch import IdKind, Key
 from ..net.lookup import LookupService
 from ..retry import Backoff, may_retry
 from .consumer import attach_consumer

@@ -22,6 +22,7 @@ from pulsar_spark.protocol.codecs import compress
 from pulsar_spark.protocol.crypto.encrypt import TAG_SIZE, Encryptor
 from pulsar_spark.protocol.errors import EncodeError
 from pulsar_spark.protocol.framing import encode_payload_command
+from pulsar_spark.protocol.txn import TxnId
 
 from ..errors import ClientError
 
@@ -55,6 +56,8 @@ class PendingBatch:
     created: float = 0.0
     #: Bytes held (metadata and payload), for the producer's byte window.
     size: int = 0
+    #: The transaction the batch belongs to (its SENDs carry it too); None: none.
+    txn: TxnId | None = None
 
     def frames(self, producer_id: int) -> list[bytes]:
         """The frames to (re)send, for the producer's current id (chunks not yet
@@ -65,6 +68,7 @@ class PendingBatch:
             num_messages=self.count,
             highest_sequence_id=self.last if self.batched else None,
             is_chunk=self.chunks is not None,
+            txn=self.txn,
         )
         if self.chunks is None:
             return [encode_payload_command(command, self.metadata, self.payload)]
@@ -126,13 +130,16 @@ def seal(
     chunking: bool,
     schema_version: bytes = b"",
     encryptor: Encryptor | None = None,
+    txn: TxnId | None = None,
 ) -> PendingBatch:
     """Seal a batch (``items``, or what :meth:`OpenBatch.take` gives: the items' bytes,
     count, first and last ids), or one message alone when not ``batched`` (``items``
     holds it); chunked when it exceeds ``limit``; ``schema_version`` (the producer's,
     when it has one) goes into the metadata. With an ``encryptor`` the (compressed)
     payload is encrypted, last; a chunked message is split first and each chunk
-    encrypted on its own (as the official producers do).
+    encrypted on its own (as the official producers do). A batch of transaction
+    ``txn`` carries its id in the metadata (what readers and the broker's recovery go
+    by) and in its SENDs (what the broker routes by).
 
     Raises:
         EncodeError: a batch over the limit (the producer keeps batches within it).
@@ -151,6 +158,8 @@ def seal(
     )
     if schema_version:
         meta.schema_version = schema_version
+    if txn is not None:
+        meta.txnid_most_bits, meta.txnid_least_bits = txn
     if batched:
         meta.num_messages_in_batch = count
         meta.highest_sequence_id = last
@@ -169,7 +178,7 @@ def seal(
     if encryptor is not None:
         payload = encryptor.encrypt(meta, plain, now=time.monotonic())
     metadata = meta.SerializeToString()
-    batch = PendingBatch(first, last, count, batched, metadata, payload)
+    batch = PendingBatch(first, last, count, batched, metadata, payload, txn=txn)
     batch.created, batch.size = time.monotonic(), len(metadata) + len(payload)
     if len(metadata) + len(payload) > limit:
         if batched:  # send() keeps batches within the limit

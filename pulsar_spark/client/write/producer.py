@@ -56,7 +56,6 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from pulsar_spark.client.net.dispatch import IdKind, Key
 from pulsar_spark.columnar.rows.encode import (
     InvalidRows,
     Item,
@@ -77,10 +76,11 @@ from ..crypto_keys import KeySpec, producer_encryptor
 from ..errors import ClientError, ConnectionClosed, InvalidArgument, OperationTimeout
 from ..names import TopicName
 from ..net.connection import Connection
-from ..net.dispatch import route
+from ..net.dispatch import IdKind, Key, route
 from ..net.lookup import LookupService
 from ..retry import Action, Backoff, classify, may_retry
 from ..schemas import with_schema_context
+from ..txn import Transaction, TransactionFailed
 from .batcher import Batcher
 from .outgoing import Packed, PendingBatch, seal
 from .receipt_watch import ReceiptWatch, warn_overdue
@@ -171,6 +171,11 @@ class Producer:
             a list) and their public keys (a PEM URL for every name, or name -> URL
             as JSON or a mapping); each payload is encrypted last, after
             compression (and each chunk on its own), as the official producers do.
+        transaction: every message goes into this :class:`~..txn.Transaction` (the
+            topic is registered in it before the first send). A send whose receipt is
+            in doubt (the connection dropped, a receipt was lost) is never sent again
+            inside it: the transaction fails (:class:`~..txn.TransactionFailed`), to be
+            aborted and written again in a new one.
     """
 
     def __init__(
@@ -192,6 +197,7 @@ class Producer:
         schema: SchemaInfo | None = None,
         encryption_keys: str | Sequence[str] | None = None,
         public_key: KeySpec | None = None,
+        transaction: Transaction | None = None,
     ) -> None:
         encryptor = producer_encryptor(str(topic), encryption_keys, public_key)
         if chunk_max_size is not None and chunk_max_size < 1024:
@@ -251,6 +257,7 @@ class Producer:
         #: never interleave out of sequence-id order.
         self._sending = threading.Lock()
         self._watch = ReceiptWatch()
+        self._txn = transaction
         self._create_first()
         threading.Thread(
             target=self._timer_loop,
@@ -443,6 +450,9 @@ class Producer:
         *,
         batched: bool,
     ) -> None:
+        txn = self._txn
+        if txn is not None:
+            txn.register(str(self.topic))  # once: before the first send to the topic
         batch = seal(
             items,
             producer=self.name,
@@ -453,6 +463,7 @@ class Producer:
             chunking=self._chunking,
             schema_version=self._schema_version_bytes,
             encryptor=self._sealing[1],
+            txn=None if txn is None else txn.id,
         )
         self._pending[batch.first] = batch
         self._pending_messages += count
@@ -483,6 +494,8 @@ class Producer:
             f"{waited:.1f} s); they may or may not be stored"
         )
         self._error = OperationTimeout(msg)
+        if self._txn is not None:
+            self._txn.fail(msg)
         self._pending.clear()
         self._pending_messages = self._pending_bytes = 0
         self._lock.notify_all()
@@ -597,6 +610,7 @@ class Producer:
             producer_name=self.name or None,
             user_provided_name=self._user_name is not None,
             schema=self.schema,
+            txn_enabled=self._txn is not None,
         )
         # PRODUCER says whether the payloads are encrypted: a namespace that requires
         # encryption refuses producers that do not.
@@ -683,6 +697,8 @@ class Producer:
                         context=f"producer {self.name} sending message {error.sequence_id} "
                         f"to {self.topic}",
                     )
+                    if self._txn is not None:
+                        self._txn.fail(str(self._error))
                     self._lock.notify_all()
             else:
                 # This producer alone is re-created; the connection stays.
@@ -740,6 +756,9 @@ class Producer:
         with self._lock:  # re-entrant: receipts call this with it held
             if self._closed or self._error is not None:
                 return
+            if self._txn is not None and self._pending:
+                self._in_doubt(reason)
+                return
             self._reconnecting += 1
             if self._reconnecting > 1:
                 # Closed again while re-creating (a topic unloaded twice): the
@@ -747,6 +766,21 @@ class Producer:
                 # the SENDs of a producer it no longer has.
                 return
         threading.Thread(target=self._reconnect, args=(reason, recreate), daemon=True).start()
+
+    def _in_doubt(self, reason: str) -> None:
+        """A transactional producer's sends whose receipts are in doubt (lock held): sent
+        again, they could be stored twice in the transaction; it fails instead."""
+        batches = list(self._pending.values())
+        msg = (
+            f"producer {self.name} on {self.topic}: the receipts of messages with sequence "
+            f"ids {batches[0].first} to {batches[-1].last} are in doubt ({reason}); in "
+            f"transaction {self._txn.id if self._txn else None} they are not sent again: "
+            "abort it and write them in a new one"
+        )
+        self._error = TransactionFailed(msg)
+        if self._txn is not None:
+            self._txn.fail(msg)
+        self._lock.notify_all()
 
     def _detach(self, recreate: bool) -> None:
         """Stop hearing from the current attachment; with ``recreate``, close the

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pulsar_spark.columnar.rows.smm.schema import SmmColumns
 from pulsar_spark.protocol.entry_messages import decode_key
 from pulsar_spark.protocol.errors import CorruptMessage, ProtocolError
 from pulsar_spark.protocol.wire import text
@@ -18,6 +17,7 @@ from pulsar_spark.protocol.wire import text
 from ..arrays import Ints, Mask, UInt64s
 from ..gather import gather_binary, map_array
 from .schema import TIMESTAMP
+from .smm.schema import SmmColumns
 
 __all__ = [
     "broker_index_column",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pulsar_spark.columnar.rows.smm.schema import SmmColumns
 from pulsar_spark.protocol.errors import ProtocolError
 
 from ..arrays import Bytes, Ints, Mask
 from .smm.columns import decode_smm_columns
+from .smm.schema import SmmColumns
 
 __all__ = ["place", "wrong_guess"]
 

@@ -125,6 +125,8 @@ class PulsarOptions:
     max_pending_messages: int
     max_pending_bytes: int
     send_timeout: float
+    delivery_guarantee: str
+    transaction_timeout_ms: int
     producer_name_prefix: str | None
     private_key: KeySource | None
     crypto_failure_action: str

@@ -290,6 +290,19 @@ OPTIONS: tuple[Option, ...] = (
            "30000",
            "how long a message may wait for its receipt (reconnects included) before the "
            "task fails; 0: no limit (Pulsar's advice with broker deduplication)"),
+    Option("deliveryGuarantee", ("pulsar.sink.deliveryGuarantee",), WRITE,
+           v.delivery_guarantee, "delivery_guarantee", "at-least-once",
+           "`exactly-once`: each task writes in a Pulsar transaction that the driver commits "
+           "when the job (or micro-batch) commits, and aborts otherwise; needs a broker with "
+           "transactions (`transactionCoordinatorEnabled=true`), checked before anything is "
+           "written. `at-least-once`: a retried task or job writes its rows again (a stream "
+           "sink is effectively once where the broker deduplicates)"),
+    Option("transactionTimeout", ("pulsar.sink.transactionTimeout",), WRITE, v.duration_ms,
+           "transaction_timeout_ms", "1h",
+           "with `deliveryGuarantee=exactly-once`: how long a task's transaction may stay "
+           "open before the broker aborts it; it must cover a task's write and the wait for "
+           "the job's commit. A transaction left open (a killed worker, a losing speculative "
+           "attempt) holds back readers of its partitions until it times out"),
     Option("producerNamePrefix", (_P + "producerName",), WRITE, v.non_empty,
            "producer_name_prefix", None,
            "producer names become `<prefix>-<stage>-<task>-<attempt>`; the broker picks "

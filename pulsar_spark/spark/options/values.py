@@ -71,6 +71,15 @@ def boolean(name: str, value: str) -> bool:
     raise PulsarOptionError(name, f"expected true or false, got {value!r}")
 
 
+def delivery_guarantee(name: str, value: str) -> str:
+    """``at-least-once`` or ``exactly-once`` (transactions): what a sink promises."""
+    found = value.strip().lower().replace("_", "-")
+    if found in ("at-least-once", "exactly-once"):
+        return found
+    msg = f"expected at-least-once or exactly-once, got {value!r}"
+    raise PulsarOptionError(name, msg)
+
+
 def push_filters(name: str, value: str) -> str:
     """``auto``, ``true`` or ``false``: when a batch read takes Spark's filters
     (:mod:`.pushdown`)."""
