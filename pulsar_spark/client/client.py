@@ -33,7 +33,7 @@ from .read.reader import PartitionReader
 from .read.session import first_entry, last_message_id
 from .read.sinks import MessageRef
 from .read.sized_scan import SizedRef
-from .read.subscription import acknowledge_cumulative, unsubscribe
+from .read.subscription import acknowledge_cumulative, ensure_subscription, unsubscribe
 from .retry import Action, Backoff, classify
 from .schemas import SchemaRegistry, VersionedSchema
 from .txn import Coordinators, Transaction
@@ -251,6 +251,20 @@ class PulsarClient:
             name,
             subscription,
             parse_position(message_id, "message_id"),
+            operation_timeout=self.operation_timeout,
+        )
+
+    def ensure_subscription(self, topic: str, subscription: str, *, earliest: bool = True) -> None:
+        """Make the durable ``subscription`` of ``topic`` (a non-partitioned topic or one
+        partition) at its earliest message (or, not ``earliest``, after its last) unless
+        it exists: the broker then keeps every message it has not acknowledged
+        (:meth:`acknowledge_cumulative`)."""
+        name = self._one_partition(topic, "subscribe to")
+        ensure_subscription(
+            self._lookup,
+            name,
+            subscription,
+            earliest=earliest,
             operation_timeout=self.operation_timeout,
         )
 

@@ -206,7 +206,9 @@ class PulsarDataSource(DataSource):
                 '.mode("append") (messages already in the topic stay).'
             )
             raise PulsarWriteError(msg)
-        return PulsarArrowWriter(self.parsed, *self._check_write(schema, Scope.BATCH_WRITE))
+        writer = PulsarArrowWriter(self.parsed, *self._check_write(schema, Scope.BATCH_WRITE))
+        writer.prepare()
+        return writer
 
     def streamReader(self, schema: StructType) -> PulsarStreamReader:
         from .stream.reader import PulsarStreamReader
@@ -229,4 +231,6 @@ class PulsarDataSource(DataSource):
                 "(see the README's 'Spark's output modes and save modes')"
             )
             raise PulsarWriteError(msg)
-        return PulsarStreamWriter(self.parsed, *self._check_write(schema, Scope.STREAM_WRITE))
+        writer = PulsarStreamWriter(self.parsed, *self._check_write(schema, Scope.STREAM_WRITE))
+        writer.check()
+        return writer

@@ -8,15 +8,16 @@ some receipts, or is retried, or a job that is run again, writes those rows
 again (the topic cannot take them back).
 
 With ``deliveryGuarantee=exactly-once`` each task writes in a transaction of its own
-(:mod:`pulsar_spark.client.txn`) and hands its id to the driver in its commit
+(:mod:`pulsar_spark.client.txn`), registered first in the namespace's transaction
+registry (:mod:`.txn_registry`), and hands its id to the driver in its commit
 message; the driver commits them all when the job commits, and aborts them when it
-aborts. A task that fails aborts its own; a task attempt whose message never reaches
-the driver (a killed worker, a speculative attempt that lost) leaves its
-transaction to time out (``transactionTimeout``): its rows are never visible, but
-until then they hold back readers of the partitions it wrote. The driver commits
-the transactions one by one: a driver that dies in the middle leaves the rest to
-time out, so the job's rows are then partly visible (the job failed; Spark's batch
-writes give no way to finish the commit later).
+aborts. A task that fails aborts its own; the transaction of a task attempt whose
+message never reached the driver (a killed worker, a speculative attempt that lost)
+is found in the registry and aborted when the job ends. The driver commits the
+transactions one by one: a driver that dies in the middle leaves the rest to time
+out (``transactionTimeout``), so the job's rows are then partly visible (the job
+failed; Spark's batch writes give no way to finish the commit later), and a driver
+that dies before it commits leaves nothing visible.
 
 Typed values (``schemaMode=auto``, the default): a ``value`` that is not
 binary is encoded with the schema :mod:`.write_schema` plans for its topic
@@ -49,12 +50,14 @@ from pyspark.sql.types import (
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.txn import Transaction, TransactionsUnavailable
 from pulsar_spark.protocol.errors import PulsarError
+from pulsar_spark.protocol.ids.message_id import MessageId
 
 from .connect import open_client
 from .errors import PulsarOptionError, PulsarWriteError
 from .options.parse import PulsarOptions
 from .options.schema import RAW
 from .streamnative_rows import SinkColumns
+from .txn_registry import Registry, registry_topic
 from .write_schema import RowEncoder, WritePlan, plan_write
 
 __all__ = [
@@ -170,6 +173,8 @@ class PulsarCommitMessage(WriterCommitMessage):
     rows: int
     topics: dict[str, int]
     txn: str | None = None
+    #: The streaming query's id (a stream writer's task).
+    query: str | None = None
 
 
 EXACTLY_ONCE = "exactly-once"
@@ -241,6 +246,27 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         self.sink = sink
         #: Write plans made on the driver, by topic (others are made in the task).
         self.plans = dict(plans or {})
+        #: Exactly-once: the job's id in the transaction registry, and where the registry
+        #: ended before its tasks started (set on the driver by :meth:`prepare`).
+        self.owner: str | None = None
+        self.registry_from: MessageId | None = None
+
+    def prepare(self) -> None:
+        """On the driver, before any task: an exactly-once job holds its place in the
+        transaction registry."""
+        if self.options.delivery_guarantee != EXACTLY_ONCE:
+            return
+        self.owner = uuid.uuid4().hex
+        with open_client(self.options, reuse=False) as client:
+            self.registry_from = self._registry().hold(client, self.owner)
+
+    def _registry(self) -> Registry:
+        return Registry(registry_topic(self.options.transaction_log_topic, self.options.topic))
+
+    def _announce(self, client: PulsarClient, txn: Transaction) -> None:
+        """Registers a task's transaction before it writes (see :mod:`.txn_registry`)."""
+        assert self.owner is not None
+        self._registry().announce(client, self.owner, -1, str(txn.id))
 
     def _producer_name(self) -> str | None:
         prefix = self.options.producer_name_prefix
@@ -297,6 +323,29 @@ class PulsarArrowWriter(DataSourceArrowWriter):
             topic, compression=o.compression, batching=o.batching, **options
         )
 
+    def _end_orphans(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Aborts the job's registered transactions that no commit message names (task
+        attempts that died or lost), and drops the job's registry subscription."""
+        if self.owner is None:
+            return
+        registry = self._registry()
+        kept = {m.txn for m in messages if isinstance(m, PulsarCommitMessage) and m.txn}
+        with open_client(self.options, reuse=False) as client:
+            opened, _ = registry.opened(client, self.registry_from, self.owner, -1)
+            orphans = [txn for txn in opened if txn not in kept]
+            for txn in orphans:
+                try:
+                    client.transaction(txn).abort()
+                except PulsarError as exc:  # noqa: PERF203 - abort them all
+                    log.warning("pulsar sink: aborting transaction %s: %s", txn, exc)
+            if orphans:
+                log.warning(
+                    "pulsar sink: aborted %d transactions of task attempts that did not finish: %s",
+                    len(orphans),
+                    orphans,
+                )
+            registry.release(client, self.owner)
+
     def _routed(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.Table]]:
         """(topic, rows to send there), the rows as send_batch takes them."""
         if self.sink is not None:
@@ -334,6 +383,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         try:
             if self.options.delivery_guarantee == EXACTLY_ONCE:
                 txn = client.new_transaction(self.options.transaction_timeout_ms / 1000)
+                self._announce(client, txn)
             for batch in iterator:
                 for topic, rows in self._routed(batch):
                     producer = producers.get(topic)
@@ -372,6 +422,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
         if self.options.delivery_guarantee == EXACTLY_ONCE:
+            self._end_orphans(messages)
             count = end_transactions(self.options, messages, commit=True)
             log.info("pulsar sink: %d messages committed in %d transactions", rows, count)
             return
@@ -380,6 +431,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
         if self.options.delivery_guarantee == EXACTLY_ONCE:
+            self._end_orphans(messages)
             count = end_transactions(self.options, messages, commit=False)
             log.warning(
                 "pulsar sink: job aborted; %d transactions of finished tasks aborted (%d "

@@ -269,7 +269,7 @@ def test_the_readme_options_table_is_the_generated_one() -> None:
     table = readme[readme.index(start) + len(start) : readme.index(end)]
     assert table == markdown_table(), (
         "README.md's options table differs from the option definitions: paste "
-        "pulsar_spark.spark.options.parse.markdown_table() between its <!-- options --> markers"
+        "pulsar_spark.spark.options.table.markdown_table() between its <!-- options --> markers"
     )
     for option in OPTIONS:
         assert f"| `{option.name}`" in table

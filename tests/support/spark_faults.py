@@ -21,6 +21,13 @@ them by name; the driver's ``PYTHONPATH`` holds the repository):
     the pulsar sink whose driver-side commit of micro-batch ``$PULSAR_FAULT_HANG_BATCH``
     writes ``committing-<id>`` and hangs: the offset log holds the batch, its rows are at
     the broker, and the commit log does not have it yet.
+``pulsar_killing`` as a batch sink
+    a task's first attempt SIGKILLs its own Python worker once it has sent (and had
+    acknowledged) its first Arrow batch: a worker dying mid-write (once per control
+    directory).
+
+A job's ``mode`` may also be ``write``: a batch read of ``source_format`` written with
+``df.write`` to ``sink_format`` (``sink_options``).
 
 Faults find their control directory in ``$PULSAR_FAULT_DIR`` (workers inherit the JVM's
 environment). Also: :func:`multiset_gaps` (lost and duplicated of a multiset) and
@@ -49,6 +56,7 @@ from pulsar_spark.spark.reader import PulsarBatchReader
 from pulsar_spark.spark.stream import reader as stream_reader
 from pulsar_spark.spark.stream.reader import PulsarStreamReader
 from pulsar_spark.spark.stream.writer import PulsarStreamWriter
+from pulsar_spark.spark.writer import PulsarArrowWriter
 
 from .figures import figure
 from .spark import local_session
@@ -255,6 +263,19 @@ class HangingStreamWriter(PulsarStreamWriter):
             time.sleep(600)  # until the test kills the driver
 
 
+class KillingWriter(PulsarArrowWriter):
+    def _send(self, producer: Any, table: Any) -> int:
+        from pyspark import TaskContext
+
+        sent = super()._send(producer, table)
+        context = TaskContext.get()
+        if context is not None and context.attemptNumber() == 0:
+            producer.flush()  # these rows are at the broker (in the task's transaction)
+            if _claim("killed-write-worker"):
+                os.kill(os.getpid(), signal.SIGKILL)
+        return sent
+
+
 class Killing(PulsarDataSource):
     """``pulsar_killing``: see the module docstring."""
 
@@ -270,6 +291,12 @@ class Killing(PulsarDataSource):
         base = super().streamReader(schema)
         return KillingStreamReader(base.options, base.read_schema, schema)
 
+    def writer(self, schema: Any, overwrite: bool) -> Any:
+        base = super().writer(schema, overwrite)
+        killing = KillingWriter(base.options, base.columns, base.plans, base.sink)
+        killing.owner, killing.registry_from = base.owner, base.registry_from
+        return killing
+
 
 class Hanging(PulsarDataSource):
     """``pulsar_hanging``: see the module docstring."""
@@ -280,7 +307,9 @@ class Hanging(PulsarDataSource):
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         base = super().streamWriter(schema, overwrite)
-        return HangingStreamWriter(base.options, base.columns, base.plans)
+        hanging = HangingStreamWriter(base.options, base.columns, base.plans)
+        hanging.registry_from = base.registry_from
+        return hanging
 
 
 def _session(master: str) -> Any:
@@ -327,6 +356,14 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             df = spark.read.format(job["source_format"]).options(**job["source_options"]).load()
             rows = df.select("value").collect()
             result: dict[str, Any] = {"values": [bytes(r.value).hex() for r in rows]}
+        elif job["mode"] == "write":
+            df = spark.read.format(job["source_format"]).options(**job["source_options"]).load()
+            df = df.selectExpr(*job.get("columns", ["key", "value"]))
+            if job.get("partitions"):
+                df = df.repartition(job["partitions"])
+            sink = df.write.format(job["sink_format"]).options(**job["sink_options"])
+            sink.mode("append").save()
+            result = {"written": True}
         else:
             result = _stream(spark, job, control)
     except Exception as exc:  # the test reads it from result.json; the log has it too

@@ -31,7 +31,7 @@ from ..net.lookup import LookupService
 from ..retry import Backoff, may_retry
 from .consumer import attach_consumer
 
-__all__ = ["acknowledge_cumulative", "unsubscribe"]
+__all__ = ["acknowledge_cumulative", "ensure_subscription", "unsubscribe"]
 
 
 class _Ignore:
@@ -51,6 +51,7 @@ def _attached(
     deadline: float,
     *,
     create_topic: bool = True,
+    earliest: bool = True,
 ) -> tuple[Connection, Key]:
     """A consumer on the durable ``subscription``, retried until ``deadline``
     (``create_topic=False``: a missing topic raises TopicNotFound, not created)."""
@@ -70,7 +71,7 @@ def _attached(
                     topic=str(topic),
                     subscription=subscription,
                     durable=True,
-                    earliest=True,
+                    earliest=earliest,
                     consumer_name=f"pulsar-spark-{uuid.uuid4().hex[:8]}",
                     create_topic=create_topic,
                 ),
@@ -117,6 +118,23 @@ def acknowledge_cumulative(
         except OperationTimeout as exc:
             msg = f"acknowledging {message_id} on {topic} ({subscription}): {exc}"
             raise OperationTimeout(msg) from exc
+
+
+def ensure_subscription(
+    lookup: LookupService,
+    topic: TopicName,
+    subscription: str,
+    *,
+    earliest: bool = True,
+    operation_timeout: float = 30.0,
+) -> None:
+    """Make the durable ``subscription`` of ``topic`` (one partition) at its earliest
+    message (or, not ``earliest``, after its last), unless it exists: from then on the
+    broker keeps what it has not acknowledged (and a topic with a subscription is not
+    deleted as inactive)."""
+    deadline = time.monotonic() + operation_timeout
+    conn, key = _attached(lookup, topic, subscription, deadline, earliest=earliest)
+    _detach(conn, key)
 
 
 def unsubscribe(

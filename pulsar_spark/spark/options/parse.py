@@ -127,6 +127,7 @@ class PulsarOptions:
     send_timeout: float
     delivery_guarantee: str
     transaction_timeout_ms: int
+    transaction_log_topic: str | None
     producer_name_prefix: str | None
     private_key: KeySource | None
     crypto_failure_action: str

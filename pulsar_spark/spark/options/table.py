@@ -57,6 +57,8 @@ _LABELS = {
     Scope.BATCH_READ: "batch read",
     Scope.STREAM_READ: "stream read",
     Scope.WRITE: "write",
+    Scope.BATCH_WRITE: "batch write",
+    Scope.STREAM_WRITE: "stream write",
     Scope.ALL: "read and write",
 }
 
@@ -303,6 +305,13 @@ OPTIONS: tuple[Option, ...] = (
            "open before the broker aborts it; it must cover a task's write and the wait for "
            "the job's commit. A transaction left open (a killed worker, a losing speculative "
            "attempt) holds back readers of its partitions until it times out"),
+    Option("transactionLogTopic", ("pulsar.sink.transactionLogTopic",), Scope.STREAM_WRITE,
+           v.non_empty, "transaction_log_topic", None,
+           "with `deliveryGuarantee=exactly-once`, a stream's commit log: the topic where the "
+           "driver records each micro-batch's transactions before committing them, so that a "
+           "micro-batch replayed after a crash writes nothing twice (`{query}` stands for the "
+           "query's id); default `__pulsar_spark_txn_log-{query}` in the `topic` option's "
+           "namespace"),
     Option("producerNamePrefix", (_P + "producerName",), WRITE, v.non_empty,
            "producer_name_prefix", None,
            "producer names become `<prefix>-<stage>-<task>-<attempt>`; the broker picks "

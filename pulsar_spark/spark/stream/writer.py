@@ -19,6 +19,13 @@ This needs deduplication enabled on the namespace or topic
 input (the rows of a micro-batch partition in the same order on a re-run, as
 a Pulsar or Kafka source gives). Without broker deduplication the sink is
 at-least-once: a retried task writes its rows again.
+
+With ``deliveryGuarantee=exactly-once`` it needs neither: each task writes in a
+transaction of its own (under broker-chosen names and sequence ids, so that a
+deduplicating broker cannot take a retry's rows for the aborted attempt's), and
+the driver's ``commit(messages, batchId)`` commits them through the query's
+commit log (:mod:`.commit_log`), which makes a micro-batch replayed after a crash
+commit nothing twice. ``abort`` aborts them.
 """
 
 from __future__ import annotations
@@ -28,9 +35,15 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.client.txn import Transaction
+from pulsar_spark.protocol.ids.message_id import MessageId
+
 from ..compat import require_spark
+from ..connect import open_client
 from ..errors import StreamWriteError
-from ..writer import PulsarArrowWriter, PulsarCommitMessage
+from ..writer import EXACTLY_ONCE, PulsarArrowWriter, PulsarCommitMessage, end_transactions
+from .commit_log import Record, commit_batch, log_topic
 
 require_spark("streaming writes to Pulsar (DataSourceStreamArrowWriter)", (4, 1))
 
@@ -80,12 +93,37 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
             raise StreamWriteError(msg)
         return query, context.partitionId(), int(batch)
 
+    @property
+    def _transactional(self) -> bool:
+        return self.options.delivery_guarantee == EXACTLY_ONCE
+
+    #: Exactly-once: where the transaction registry ended when the query started.
+    registry_from: MessageId | None = None
+
+    def check(self) -> None:
+        """On the driver, as the query starts: an exactly-once stream knows where its
+        commit log goes, and notes where the transaction registry ends."""
+        if self._transactional:
+            log_topic(self.options.transaction_log_topic, self.options.topic, "query")
+            with open_client(self.options, reuse=False) as client:
+                self.registry_from = self._registry().position(client)
+
+    def _announce(self, client: PulsarClient, txn: Transaction) -> None:
+        query, _, batch = self._task()
+        registry = self._registry()
+        registry.keep(client, query)
+        registry.announce(client, query, batch, str(txn.id))
+
     def _producer_name(self) -> str | None:
+        if self._transactional:
+            return super()._producer_name()
         query, partition, _ = self._task()
         prefix = self.options.producer_name_prefix or "pulsar-spark"
         return f"{prefix}-{query}-{partition}"
 
     def _send(self, producer: object, table: pa.Table) -> int:
+        if self._transactional:
+            return super()._send(producer, table)
         first, self._next_row = self._next_row, self._next_row + table.num_rows
         if self._next_row - self._base > ROWS_PER_BATCH:
             msg = f"a task wrote more than {ROWS_PER_BATCH} rows in one micro-batch"
@@ -94,18 +132,47 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         return int(sent)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
-        self._base = self._next_row = sequence_base(self._task()[2])
-        return super().write(iterator)
+        query, _, batch = self._task()
+        self._base = self._next_row = sequence_base(batch)
+        message = super().write(iterator)
+        message.query = query
+        return message
 
     def commit(  # type: ignore[override]  # a stream writer's commit names its batch
         self, messages: list[WriterCommitMessage | None], batchId: int
     ) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
+        if self._transactional:
+            done = [m for m in messages if isinstance(m, PulsarCommitMessage) and m.query]
+            if not done:
+                return  # no task ran: nothing written
+            query = done[0].query
+            assert query is not None
+            txns = tuple(m.txn for m in done if m.txn)
+            topic = log_topic(self.options.transaction_log_topic, self.options.topic, query)
+            with open_client(self.options, reuse=False) as client:
+                record = Record(query, batchId, txns)
+                commit_batch(client, topic, record, self._registry(), self.registry_from)
+            log.info(
+                "pulsar stream sink: micro-batch %d, %d messages committed in %d transactions",
+                batchId,
+                rows,
+                len(txns),
+            )
+            return
         log.info("pulsar stream sink: micro-batch %d, %d messages acknowledged", batchId, rows)
 
     def abort(  # type: ignore[override]
         self, messages: list[WriterCommitMessage | None], batchId: int
     ) -> None:
+        if self._transactional:
+            count = end_transactions(self.options, messages, commit=False)
+            log.warning(
+                "pulsar stream sink: micro-batch %d aborted; %d transactions aborted",
+                batchId,
+                count,
+            )
+            return
         log.warning(
             "pulsar stream sink: micro-batch %d aborted; a re-run sends its rows again "
             "(dropped by the broker when deduplication is on)",

@@ -1,0 +1,206 @@
+"""Exactly-once writes without broker deduplication (issue 26): ``deliveryGuarantee=
+exactly-once`` on Apache Pulsar with transactions on and deduplication off
+(``apache_pulsar_txn``).
+
+Each test counts lost and duplicated rows against what was meant to be written, as our
+reader and the Java client's consumer (default isolation: committed only) see them, and
+prints them (``FIGURE`` lines). Queries that must survive a kill run in a driver of their
+own (:mod:`tests.support.spark_faults`, ``local[2,4]``: Spark retries failed tasks).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from pulsar_spark.client import PulsarClient
+from pulsar_spark.spark.compat import spark_version
+from pulsar_spark.spark.stream.commit_log import CommitLog, log_topic
+from tests.support.java_txn import java_consume_all
+from tests.support.official import produce
+from tests.support.spark_faults import Driver, figure, multiset_gaps
+
+EXACT = {"lost": 0, "duplicated": 0, "unexpected": 0}
+EXACTLY_ONCE = {"deliveryGuarantee": "exactly-once", "transactionTimeout": "5m"}
+
+
+def _values(url: str, topic: str) -> list[bytes]:
+    with PulsarClient(url) as client:
+        return [v for b in client.read_batches(topic) for v in b.column("value").to_pylist()]
+
+
+def test_a_batch_write_is_committed_once_and_whole(
+    spark, apache_pulsar_txn, topic_name, record_property
+) -> None:
+    url = apache_pulsar_txn.service_url
+    apache_pulsar_txn.admin.create_partitioned_topic(topic_name, 3)
+    sent = [f"row-{i:05d}" for i in range(3000)]
+    df = spark.createDataFrame(
+        [(f"k{i % 11}", v) for i, v in enumerate(sent)], "key string, value string"
+    )
+    t0 = time.monotonic()
+    (
+        df.repartition(4)
+        .write.format("pulsar")
+        .option("service.url", url)
+        .option("topic", topic_name)
+        .options(**EXACTLY_ONCE)
+        .mode("append")
+        .save()
+    )
+    seconds = time.monotonic() - t0
+    ours = [v.decode() for v in _values(url, topic_name)]
+    java = java_consume_all(url, topic_name, idle=3)
+    gaps, java_gaps = multiset_gaps(sent, ours), multiset_gaps(sent, java)
+    figure(record_property, "exactly_once_batch_write", rows=len(sent), **gaps,
+           java_rows=len(java), write_seconds=round(seconds, 2))  # fmt: skip
+    assert gaps == EXACT and java_gaps == EXACT
+
+
+def test_exactly_once_on_a_broker_without_transactions_fails_before_writing(
+    spark, pulsar_lite, apache_pulsar, topic_name
+) -> None:
+    df = spark.createDataFrame([("v",)], "value string")
+    for url in (pulsar_lite.service_url, apache_pulsar.service_url):
+        with pytest.raises(Exception, match="deliveryGuarantee") as failed:
+            (
+                df.write.format("pulsar")
+                .option("service.url", url)
+                .option("topic", topic_name)
+                .options(**EXACTLY_ONCE)
+                .mode("append")
+                .save()
+            )
+        assert "transactionCoordinatorEnabled" in str(failed.value)
+        assert _values(url, topic_name) == []
+
+
+def _write_job(url: str, source: str, target: str, sink_format: str) -> dict:
+    return {
+        "mode": "write",
+        "source_format": "pulsar",
+        "source_options": {"service.url": url, "topic": source},
+        "partitions": 3,
+        "sink_format": sink_format,
+        "sink_options": {"service.url": url, "topic": target, **EXACTLY_ONCE},
+    }
+
+
+def test_a_python_worker_killed_mid_write_leaves_nothing_twice(
+    apache_pulsar_txn, topic_name, tmp_path, record_property
+) -> None:
+    # The first attempt of a task sends a batch (acknowledged, in its transaction), then its
+    # Python worker dies: Spark retries the task, whose new transaction holds the rows; the
+    # dead attempt's never commits (it times out, or is aborted).
+    url = apache_pulsar_txn.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    sent = [b"w%05d" % i for i in range(6000)]
+    produce(url, source, sent, batching_max_messages=500)
+    control = tmp_path / "control"
+    t0 = time.monotonic()
+    with Driver(_write_job(url, source, target, "pulsar_killing"), control) as driver:
+        result = driver.wait(300)
+    assert result.get("error") is None, result
+    assert (control / "killed-write-worker").exists()
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    java = java_consume_all(url, target, idle=3)
+    figure(record_property, "exactly_once_worker_killed", rows=len(sent), sink_rows=len(got),
+           **gaps, java_rows=len(java), test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert gaps == EXACT
+    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+
+
+def test_a_losing_task_attempts_transaction_is_aborted_when_the_job_commits(
+    apache_pulsar_txn, topic_name
+) -> None:
+    # Speculation as the sink sees it: two attempts of one task both write; the driver's
+    # commit gets one attempt's message. The other's transaction, found in the registry,
+    # is aborted as the job commits: its rows never show, and readers are not held back
+    # until it times out. (Spark runs no speculative copy on the host of the first attempt,
+    # and every local executor shares one host, so the two attempts are driven by hand.)
+    import pyarrow as pa
+
+    from pulsar_spark.spark.options.parse import parse_options
+    from pulsar_spark.spark.writer import PulsarArrowWriter
+
+    url = apache_pulsar_txn.service_url
+    options = parse_options({"service.url": url, "topic": topic_name, **EXACTLY_ONCE})
+    rows = pa.record_batch({"value": pa.array([b"s%03d" % i for i in range(50)])})
+    writer = PulsarArrowWriter(options, ("value",))
+    writer.prepare()  # the driver, planning
+    winner = writer.write(iter([rows]))
+    loser = writer.write(iter([rows]))
+    assert winner.txn != loser.txn
+    writer.commit([winner])  # the loser's message never came
+    assert sorted(_values(url, topic_name)) == rows.column(0).to_pylist()
+    with PulsarClient(url) as client, pytest.raises(Exception, match="TransactionNotFound"):
+        client.transaction(loser.txn).commit()  # it ended: aborted
+
+
+@pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
+def test_a_driver_killed_between_the_commit_and_the_commit_log_writes_nothing_twice(
+    spark, apache_pulsar_txn, topic_name, tmp_path, record_property
+) -> None:
+    # Micro-batch 1's transactions are committed, then the driver dies before Spark's
+    # commit log has the batch. The restarted query replays batch 1 into new transactions;
+    # the sink's own commit log shows batch 1 committed: the replay's are aborted.
+    url = apache_pulsar_txn.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    sent = [b"d%04d" % i for i in range(400)]
+    produce(url, source, sent[:300], batching_max_messages=20)
+    checkpoint, control = tmp_path / "checkpoint", tmp_path / "control"
+    job = _copy_job(url, source, target, checkpoint)
+    job["sink_format"] = "pulsar_hanging"
+    t0 = time.monotonic()
+    with Driver(job, control, PULSAR_FAULT_HANG_BATCH="1") as driver:
+        driver.wait_until(lambda: (control / "committing-1").exists(), 180, "batch 1's commit")
+        assert (checkpoint / "offsets" / "1").exists()
+        assert not (checkpoint / "commits" / "1").exists()
+        killed = driver.kill()
+    at_kill = len(_values(url, target))
+    produce(url, source, sent[300:], batching_max_messages=20)
+    job = _copy_job(url, source, target, checkpoint)
+    query = (
+        spark.readStream.format("pulsar")
+        .options(**job["source_options"])
+        .load()
+        .select("key", "value")
+        .writeStream.format("pulsar")
+        .options(**job["sink_options"])
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    assert (checkpoint / "commits" / "1").exists()
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    with PulsarClient(url) as client:
+        found = CommitLog(client, log_topic(None, target, str(query.id))).last()
+    figure(record_property, "exactly_once_stream_driver_killed", produced=len(sent),
+           sink_rows=len(got), **gaps, rows_visible_when_killed=at_kill,
+           processes_killed=killed, test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert at_kill == 200  # batches 0 and 1 were committed before the kill
+    assert found is not None and found[1].batch >= 1
+    assert gaps == EXACT
+
+
+def _copy_job(url: str, source: str, target: str, checkpoint: Path) -> dict:
+    """A stream ``source`` -> ``target`` (key and value), 100 rows a micro-batch."""
+    return {
+        "mode": "stream",
+        "source_format": "pulsar",
+        "source_options": {
+            "service.url": url,
+            "topic": source,
+            "startingOffsets": "earliest",
+            "maxRecordsPerTrigger": "100",
+        },
+        "sink_format": "pulsar",
+        "sink_options": {"service.url": url, "topic": target, **EXACTLY_ONCE},
+        "checkpoint": str(checkpoint),
+    }
