@@ -129,7 +129,8 @@ def read_positions(
 
 
 def resolve_topics(client: PulsarClient, options: PulsarOptions) -> list[str]:
-    """The full names of the (base) topics to read, sorted.
+    """The full names of the (base) topics to read, sorted (a pattern skips the
+    exactly-once sink's own topics, ``__pulsar_spark_*``).
 
     Raises:
         PulsarOptionError: ``topicsPattern`` names a namespace that cannot be listed
@@ -151,7 +152,17 @@ def resolve_topics(client: PulsarClient, options: PulsarOptions) -> list[str]:
         )
         raise PulsarOptionError(option="topicsPattern", message=msg) from exc
     matcher = re.compile(regex)
-    return sorted({base for base, _ in map(base_topic, listed) if matcher.fullmatch(base)})
+    return sorted(
+        base
+        for base in {base for base, _ in map(base_topic, listed)}
+        if matcher.fullmatch(base) and not _sink_bookkeeping(base)
+    )
+
+
+def _sink_bookkeeping(topic: str) -> bool:
+    """Whether ``topic`` is one of the exactly-once sink's own (its transaction registry and
+    commit logs, ``__pulsar_spark_*``): a pattern never reads them."""
+    return topic.rsplit("/", 1)[-1].startswith("__pulsar_spark_")
 
 
 def _offset_for(

@@ -132,6 +132,13 @@ def test_topics_pattern_matches_base_names() -> None:
         resolve_topics(StandIn({}), options)
 
 
+def test_a_topics_pattern_skips_the_exactly_once_sinks_own_topics() -> None:
+    listing = [NS + "orders", NS + "__pulsar_spark_txns", NS + "__pulsar_spark_txn_log-q1"]
+    client = StandIn({}, listing)
+    options = parse_options({"service.url": "pulsar://h:6650", "topicsPattern": ".*"})
+    assert resolve_topics(client, options) == [NS + "orders"]
+
+
 def test_shares_and_entry_cuts() -> None:
     assert _shares([100, 100], 4) == [2, 2]
     assert _shares([300, 100], 4) == [3, 1]
