@@ -33,7 +33,7 @@ from pulsar_spark.protocol.ids.message_id import MessageId
 
 from .errors import PulsarWriteError
 
-__all__ = ["REGISTRY_NAME", "Registry", "registry_topic"]
+__all__ = ["REGISTRY_NAME", "Registry", "namespace_of", "registry_topic"]
 
 log = logging.getLogger(__name__)
 

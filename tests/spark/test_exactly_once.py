@@ -31,6 +31,23 @@ def _values(url: str, topic: str) -> list[bytes]:
         return [v for b in client.read_batches(topic) for v in b.column("value").to_pylist()]
 
 
+def test_the_sinks_bookkeeping_topics_live_beside_the_target() -> None:
+    from pulsar_spark.spark.errors import PulsarWriteError
+    from pulsar_spark.spark.txn_registry import registry_topic
+
+    assert log_topic(None, "persistent://t/n/out", "q1") == (
+        "persistent://t/n/__pulsar_spark_txn_log-q1"
+    )
+    assert log_topic(None, "out", "q1") == "persistent://public/default/__pulsar_spark_txn_log-q1"
+    assert log_topic("persistent://a/b/log-{query}", None, "q1") == "persistent://a/b/log-q1"
+    assert registry_topic(None, "t/n/out") == "persistent://t/n/__pulsar_spark_txns"
+    assert (
+        registry_topic("persistent://a/b/log", "t/n/out") == "persistent://a/b/__pulsar_spark_txns"
+    )
+    with pytest.raises(PulsarWriteError, match="transactionLogTopic"):
+        registry_topic(None, None)
+
+
 def test_a_batch_write_is_committed_once_and_whole(
     spark, apache_pulsar_txn, topic_name, record_property
 ) -> None:

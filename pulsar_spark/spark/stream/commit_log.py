@@ -46,7 +46,7 @@ from pulsar_spark.protocol.errors import PulsarError, ServerError
 from pulsar_spark.protocol.ids.message_id import MessageId
 
 from ..errors import StreamWriteError
-from ..txn_registry import Registry
+from ..txn_registry import Registry, namespace_of
 
 __all__ = ["SUBSCRIPTION", "CommitLog", "Record", "log_topic"]
 
@@ -70,8 +70,7 @@ def log_topic(setting: str | None, target: str | None, query: str) -> str:
             "(the topic its commit log goes to; {query} stands for the query's id)"
         )
         raise StreamWriteError(msg)
-    namespace = target.split("://", 1)[-1].rsplit("/", 1)[0]
-    return f"persistent://{namespace}/{DEFAULT_NAME.format(query=query)}"
+    return f"persistent://{namespace_of(target)}/{DEFAULT_NAME.format(query=query)}"
 
 
 @dataclass(frozen=True)
