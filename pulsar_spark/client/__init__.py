@@ -36,8 +36,13 @@ from .read.sinks import MessageRef
 from .read.sized_scan import SizedRef
 from .retry import Action, Backoff, classify
 from .schemas import VersionedSchema
+from .txn import Transaction, TransactionFailed, TransactionState, TransactionsUnavailable
 
 __all__ = [
+    "Transaction",
+    "TransactionFailed",
+    "TransactionState",
+    "TransactionsUnavailable",
     "ChunkLimits",
     "Authentication",
     "BasicAuthentication",

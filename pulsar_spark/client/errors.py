@@ -7,6 +7,9 @@
     |   +-- InvalidServiceUrl
     |   +-- InvalidTopicName
     |   +-- InvalidArgument          also a ValueError: a bad argument value or row
+    |   +-- TransactionsUnavailable  (txn) the broker has no transaction coordinator
+    |   +-- TransactionFailed        (txn) a transaction that can only abort: write again
+    |                                in a new one
     +-- ConnectError                 retriable: could not reach or handshake
     +-- ConnectionClosed             retriable: the connection went away
     +-- OperationTimeout             retriable: no answer within the deadline

@@ -78,9 +78,8 @@ class TransactionsUnavailable(ClientError):
 class TransactionFailed(ClientError):
     """A transaction that cannot commit: a send in it failed or its receipt is in
     doubt, or the coordinator ended it (timed out). It was aborted (or will be, at its
-    timeout); write its messages again in a new transaction."""
-
-    retriable = True
+    timeout); write its messages again in a new transaction (retrying in this one
+    cannot succeed)."""
 
 
 class TransactionState(enum.Enum):
@@ -243,7 +242,7 @@ class Coordinators:
             return conn
         if tc_id >= self.count():
             msg = f"transaction coordinator {tc_id} does not exist (there are {self.count()})"
-            raise TransactionFailed(msg)
+            raise ClientError(msg)
         topic: TopicName = parse_topic(ASSIGN_TOPIC).partition_name(tc_id)
         conn = self.lookup.connection_for(topic)
         if conn.protocol_version >= _TC_CONNECT_FROM:
