@@ -68,6 +68,8 @@ log = logging.getLogger(__name__)
 ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
 #: Protocol versions from which a coordinator is loaded by TC_CLIENT_CONNECT (PIP-98).
 _TC_CONNECT_FROM = 19
+#: Seconds one attempt of a coordinator request waits for its answer at most.
+_ATTEMPT_TIMEOUT = 10.0
 
 
 class TransactionsUnavailable(ClientError):
@@ -218,7 +220,11 @@ class Coordinators:
         while True:
             try:
                 conn = self._connection(tc_id)
-                frame = conn.request(build(conn.new_id(IdKind.REQUEST)))
+                # Each attempt gets a share of the deadline: a coordinator still recovering
+                # after a broker restart may leave a request unanswered, which the next
+                # attempt, on a new connection, gets past.
+                wait = max(1.0, min(deadline - time.monotonic(), _ATTEMPT_TIMEOUT))
+                frame = conn.request(build(conn.new_id(IdKind.REQUEST)), timeout=wait)
                 response = response_of(frame)
                 if response.HasField("error"):
                     context = f"{what} (coordinator {tc_id})"
@@ -246,7 +252,8 @@ class Coordinators:
         topic: TopicName = parse_topic(ASSIGN_TOPIC).partition_name(tc_id)
         conn = self.lookup.connection_for(topic)
         if conn.protocol_version >= _TC_CONNECT_FROM:
-            frame = conn.request(commands.tc_client_connect(conn.new_id(IdKind.REQUEST), tc_id))
+            request = commands.tc_client_connect(conn.new_id(IdKind.REQUEST), tc_id)
+            frame = conn.request(request, timeout=_ATTEMPT_TIMEOUT)
             response = frame.command.tcClientConnectResponse
             if response.HasField("error"):
                 raise server_error(

@@ -493,9 +493,7 @@ class Producer:
             f"not confirmed within the send timeout of {timeout:g} s (the oldest waited "
             f"{waited:.1f} s); they may or may not be stored"
         )
-        self._error = OperationTimeout(msg)
-        if self._txn is not None:
-            self._txn.fail(msg)
+        self._fail(OperationTimeout(msg))
         self._pending.clear()
         self._pending_messages = self._pending_bytes = 0
         self._lock.notify_all()
@@ -556,8 +554,7 @@ class Producer:
                         self._batcher.seal_due(max_delay)
                     except PulsarError as exc:  # raised to the next sender
                         if self._error is None:
-                            self._error = exc
-                            self._lock.notify_all()
+                            self._fail(exc)
             finally:
                 self._sending.release()
 
@@ -691,15 +688,14 @@ class Producer:
             error = command.send_error
             if error.error in _FATAL_SEND_ERRORS:
                 with self._lock:
-                    self._error = server_error(
-                        error.error,
-                        error.message,
-                        context=f"producer {self.name} sending message {error.sequence_id} "
-                        f"to {self.topic}",
+                    self._fail(
+                        server_error(
+                            error.error,
+                            error.message,
+                            context=f"producer {self.name} sending message {error.sequence_id} "
+                            f"to {self.topic}",
+                        )
                     )
-                    if self._txn is not None:
-                        self._txn.fail(str(self._error))
-                    self._lock.notify_all()
             else:
                 # This producer alone is re-created; the connection stays.
                 self._schedule_reconnect(f"SEND_ERROR {error.message}", recreate=True)
@@ -777,9 +773,14 @@ class Producer:
             f"transaction {self._txn.id if self._txn else None} they are not sent again: "
             "abort it and write them in a new one"
         )
-        self._error = TransactionFailed(msg)
+        self._fail(TransactionFailed(msg))
+
+    def _fail(self, error: PulsarError) -> None:
+        """The producer failed for good (lock held): every later call raises ``error``,
+        and its transaction, if any, can only abort."""
+        self._error = error
         if self._txn is not None:
-            self._txn.fail(msg)
+            self._txn.fail(str(error))
         self._lock.notify_all()
 
     def _detach(self, recreate: bool) -> None:
@@ -828,7 +829,7 @@ class Producer:
                 if not may_retry(exc) or time.monotonic() > deadline:
                     with self._lock:
                         if self._error is None:
-                            self._error = exc
+                            self._fail(exc)
                         self._reconnecting = 0
                         self._lock.notify_all()
                     return
