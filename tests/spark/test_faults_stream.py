@@ -13,38 +13,26 @@ must survive a kill run in a driver of their own (:mod:`tests.support.spark_faul
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from pulsar_spark.spark.compat import spark_version
 from tests.support.admin import AdminError
 from tests.support.official import produce, read_all
-from tests.support.spark_faults import Driver, figure, multiset_gaps, wait_for
+from tests.support.spark_faults import (
+    Driver,
+    copy_job,
+    figure,
+    multiset_gaps,
+    rerun_copy,
+    wait_for,
+)
 
 pytestmark = pytest.mark.skipif(
     spark_version() < (4, 2), reason="Pulsar stream sinks and maxRecordsPerTrigger: Spark 4.2+"
 )
 
 EXACT = {"lost": 0, "duplicated": 0, "unexpected": 0}
-
-
-def _copy_job(url: str, source: str, target: str, checkpoint: Path, **extra: object) -> dict:
-    """A stream ``source`` -> ``target`` (key and value), 100 rows a micro-batch."""
-    return {
-        "mode": "stream",
-        "source_format": "pulsar",
-        "source_options": {
-            "service.url": url,
-            "topic": source,
-            "startingOffsets": "earliest",
-            "maxRecordsPerTrigger": "100",
-        },
-        "sink_format": "pulsar",
-        "sink_options": {"service.url": url, "topic": target},
-        "checkpoint": str(checkpoint),
-        **extra,
-    }
 
 
 def _values(url: str, topic: str, at_least: int) -> list[bytes]:
@@ -71,7 +59,7 @@ def test_a_broker_restart_under_a_running_query_loses_and_duplicates_nothing(
     admin.create_partitioned_topic(source, 2)
     sent = [b"b%05d" % i for i in range(2000)]
     produce(url, source, sent[:600], batching_max_messages=20)
-    job = _copy_job(url, source, target, tmp_path / "checkpoint", timeout=400)
+    job = copy_job(url, source, target, tmp_path / "checkpoint", timeout=400)
     t0 = time.monotonic()
     restarts = []
     with Driver(job, tmp_path / "control") as driver:
@@ -111,7 +99,7 @@ def test_a_driver_killed_between_offset_and_commit_logs_replays_into_a_dedup_sin
     sent = [b"d%04d" % i for i in range(400)]
     produce(url, source, sent[:300], batching_max_messages=20)
     checkpoint, control = tmp_path / "checkpoint", tmp_path / "control"
-    job = _copy_job(url, source, target, checkpoint)
+    job = copy_job(url, source, target, checkpoint)
     job["sink_format"] = "pulsar_hanging"
     t0 = time.monotonic()
     with Driver(job, control, PULSAR_FAULT_HANG_BATCH="1") as driver:
@@ -123,20 +111,7 @@ def test_a_driver_killed_between_offset_and_commit_logs_replays_into_a_dedup_sin
     at_kill = _written(admin, target)
     produce(url, source, sent[300:], batching_max_messages=20)
     # The restart: this process's Spark (a new driver; the checkpoint is all it shares).
-    job = _copy_job(url, source, target, checkpoint)
-    query = (
-        spark.readStream.format("pulsar")
-        .options(**job["source_options"])
-        .load()
-        .select("key", "value")
-        .writeStream.format("pulsar")
-        .options(**job["sink_options"])
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
+    rerun_copy(spark, copy_job(url, source, target, checkpoint))
     assert (checkpoint / "commits" / "1").exists()  # the replayed batch committed
     got = _values(url, target, len(sent))
     gaps = multiset_gaps(sent, got)
@@ -163,7 +138,7 @@ def test_a_killed_python_worker_in_a_stream_is_retried_with_exact_rows(
     apache_pulsar_dedup.admin.create_partitioned_topic(source, 2)
     sent = [b"s%04d" % i for i in range(1200)]
     produce(url, source, sent, batching_max_messages=20)
-    job = _copy_job(url, source, target, tmp_path / "checkpoint", trigger={"availableNow": True})
+    job = copy_job(url, source, target, tmp_path / "checkpoint", trigger={"availableNow": True})
     job["source_format"] = "pulsar_killing"
     job["source_options"]["maxRecordsPerTrigger"] = "600"
     t0 = time.monotonic()

@@ -61,7 +61,16 @@ from pulsar_spark.spark.writer import PulsarArrowWriter
 from .figures import figure
 from .spark import local_session
 
-__all__ = ["Driver", "figure", "multiset_gaps", "process_tree", "run_job", "wait_for"]
+__all__ = [
+    "Driver",
+    "copy_job",
+    "figure",
+    "multiset_gaps",
+    "process_tree",
+    "rerun_copy",
+    "run_job",
+    "wait_for",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 FAULT_DIR = "PULSAR_FAULT_DIR"
@@ -73,6 +82,51 @@ SMALL_BATCH_ROWS = 100
 # ---------------------------------------------------------------------------
 # Test side
 # ---------------------------------------------------------------------------
+
+
+def copy_job(
+    url: str,
+    source: str,
+    target: str,
+    checkpoint: Path,
+    sink_options: dict[str, str] | None = None,
+    **extra: object,
+) -> dict[str, Any]:
+    """A stream job ``source`` -> ``target`` (key and value), 100 rows a micro-batch; more
+    sink options in ``sink_options``, more job keys in ``extra``."""
+    return {
+        "mode": "stream",
+        "source_format": "pulsar",
+        "source_options": {
+            "service.url": url,
+            "topic": source,
+            "startingOffsets": "earliest",
+            "maxRecordsPerTrigger": "100",
+        },
+        "sink_format": "pulsar",
+        "sink_options": {"service.url": url, "topic": target, **(sink_options or {})},
+        "checkpoint": str(checkpoint),
+        **extra,
+    }
+
+
+def rerun_copy(spark: Any, job: dict[str, Any]) -> Any:
+    """The restart of a killed driver's copy ``job``, in ``spark`` (a new driver: the
+    checkpoint is all it shares), with ``Trigger.AvailableNow``; the finished query."""
+    query = (
+        spark.readStream.format("pulsar")
+        .options(**job["source_options"])
+        .load()
+        .select("key", "value")
+        .writeStream.format("pulsar")
+        .options(**job["sink_options"])
+        .option("checkpointLocation", job["checkpoint"])
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    return query
 
 
 def multiset_gaps(expected: Iterable[Any], got: Iterable[Any]) -> dict[str, int]:
