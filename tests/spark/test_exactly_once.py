@@ -193,6 +193,38 @@ def test_a_driver_killed_between_the_commit_and_the_commit_log_writes_nothing_tw
     assert gaps == EXACT
 
 
+@pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
+def test_a_python_worker_killed_in_a_stream_leaves_nothing_twice(
+    apache_pulsar_txn, topic_name, tmp_path, record_property
+) -> None:
+    # The reading Python worker of a task's first attempt dies after handing Spark a batch;
+    # the task's sink has opened (and registered) its transaction and may have written in
+    # it. Spark retries the task; the micro-batch's commit aborts the dead attempt's
+    # transaction and commits the retry's.
+    url = apache_pulsar_txn.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    apache_pulsar_txn.admin.create_partitioned_topic(source, 2)
+    sent = [b"s%04d" % i for i in range(1200)]
+    produce(url, source, sent, batching_max_messages=20)
+    job = _copy_job(url, source, target, tmp_path / "checkpoint")
+    job["trigger"] = {"availableNow": True}
+    job["source_format"] = "pulsar_killing"
+    job["source_options"]["maxRecordsPerTrigger"] = "600"
+    t0 = time.monotonic()
+    with Driver(job, tmp_path / "control") as driver:
+        result = driver.wait(300)
+    assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
+    assert (tmp_path / "control" / "killed-stream-worker").exists()
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    java = java_consume_all(url, target, idle=3)
+    figure(record_property, "exactly_once_stream_worker_killed", produced=len(sent),
+           sink_rows=len(got), **gaps, java_rows=len(java),
+           test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert gaps == EXACT
+    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+
+
 def _copy_job(url: str, source: str, target: str, checkpoint: Path) -> dict:
     """A stream ``source`` -> ``target`` (key and value) with an exactly-once sink."""
     return copy_job(url, source, target, checkpoint, sink_options=EXACTLY_ONCE)
