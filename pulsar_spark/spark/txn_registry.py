@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ from pulsar_spark.protocol.ids.message_id import MessageId
 
 from .errors import PulsarWriteError
 
-__all__ = ["REGISTRY_NAME", "Registry", "namespace_of", "registry_topic"]
+__all__ = ["REGISTRY_NAME", "Registry", "abort_all", "namespace_of", "registry_topic"]
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,20 @@ class Registry:
             client.unsubscribe(self.topic, _subscription(owner))
         except PulsarError as exc:
             log.info("pulsar sink: dropping %s's registry subscription: %s", owner, exc)
+
+
+def abort_all(client: PulsarClient, txns: Iterable[str]) -> int:
+    """Aborts each of ``txns``; how many did. One that fails is logged and left to time
+    out."""
+    aborted = 0
+    for txn in txns:
+        try:
+            client.transaction(txn).abort()
+        except PulsarError as exc:  # noqa: PERF203 - abort them all; they time out anyway
+            log.warning("pulsar sink: aborting transaction %s: %s", txn, exc)
+        else:
+            aborted += 1
+    return aborted
 
 
 def _subscription(owner: str) -> str:

@@ -57,7 +57,7 @@ from .errors import PulsarOptionError, PulsarWriteError
 from .options.parse import PulsarOptions
 from .options.schema import RAW
 from .streamnative_rows import SinkColumns
-from .txn_registry import Registry, registry_topic
+from .txn_registry import Registry, abort_all, registry_topic
 from .write_schema import RowEncoder, WritePlan, plan_write
 
 __all__ = [
@@ -204,16 +204,12 @@ def end_transactions(
         return 0
     done: list[str] = []
     with open_client(options, reuse=False) as client:
+        if not commit:
+            return abort_all(client, ids)
         for i, txn in enumerate(ids):
             try:
-                if commit:
-                    client.transaction(txn).commit()
-                else:
-                    client.transaction(txn).abort()
+                client.transaction(txn).commit()
             except PulsarError as exc:
-                if not commit:
-                    log.warning("pulsar sink: aborting transaction %s: %s", txn, exc)
-                    continue
                 msg = (
                     f"committing transaction {txn} failed: {exc}. Committed before it: "
                     f"{done or 'none'}; not committed (aborted when they time out): "
@@ -333,11 +329,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         with open_client(self.options, reuse=False) as client:
             opened, _ = registry.opened(client, self.registry_from, self.owner, -1)
             orphans = [txn for txn in opened if txn not in kept]
-            for txn in orphans:
-                try:
-                    client.transaction(txn).abort()
-                except PulsarError as exc:  # noqa: PERF203 - abort them all
-                    log.warning("pulsar sink: aborting transaction %s: %s", txn, exc)
+            abort_all(client, orphans)
             if orphans:
                 log.warning(
                     "pulsar sink: aborted %d transactions of task attempts that did not finish: %s",

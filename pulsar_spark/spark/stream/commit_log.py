@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.txn import TransactionFailed
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
-from pulsar_spark.protocol.errors import PulsarError, ServerError
+from pulsar_spark.protocol.errors import ServerError
 from pulsar_spark.protocol.ids.message_id import MessageId
 
 from ..errors import StreamWriteError
-from ..txn_registry import Registry, namespace_of
+from ..txn_registry import Registry, abort_all, namespace_of
 
 __all__ = ["SUBSCRIPTION", "CommitLog", "Record", "log_topic"]
 
@@ -159,7 +159,7 @@ def commit_batch(
             len(orphans),
             orphans,
         )
-        _abort_all(client, orphans)
+        abort_all(client, orphans)
     record = Record(record.query, record.batch, record.txns, None if last is None else str(last))
     if found is not None and found[1].query == record.query and found[1].batch >= record.batch:
         _, earlier = found
@@ -174,7 +174,7 @@ def commit_batch(
                 len(record.txns),
             )
             _commit_all(client, earlier, again=True)
-        _abort_all(client, record.txns)
+        abort_all(client, record.txns)
         registry.moved(client, record.query, last)
         return
     commit_log.append(record, None if found is None else found[0])
@@ -199,11 +199,3 @@ def _commit_all(client: PulsarClient, record: Record, *, again: bool) -> None:
         except TransactionFailed as exc:
             msg = f"micro-batch {record.batch}: transaction {txn}: {exc}"
             raise StreamWriteError(msg) from exc
-
-
-def _abort_all(client: PulsarClient, txns: tuple[str, ...]) -> None:
-    for txn in txns:
-        try:
-            client.transaction(txn).abort()
-        except PulsarError as exc:  # noqa: PERF203 - abort them all; they time out anyway
-            log.warning("pulsar stream sink: aborting transaction %s: %s", txn, exc)
