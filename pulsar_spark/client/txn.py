@@ -114,17 +114,32 @@ class Coordinators:
         """
         with self._lock:
             if self._count is None:
-                try:
-                    found = self.lookup.partitions(parse_topic(ASSIGN_TOPIC))
-                except ServerError as exc:
-                    if exc.code != pb.TopicNotFound:
-                        raise
-                    raise self._unavailable(str(exc)) from exc
+                found = self._assign_partitions()
                 if found <= 0:
                     why = "it has no transaction coordinator assign topic"
                     raise self._unavailable(why)
                 self._count = found
             return self._count
+
+    def _assign_partitions(self) -> int:
+        """The assign topic's partition count, asked again while the failure allows
+        (a broker restarting), until the operation timeout."""
+        deadline = time.monotonic() + self.operation_timeout
+        backoff = Backoff(maximum=2.0)
+        while True:
+            try:
+                return self.lookup.partitions(parse_topic(ASSIGN_TOPIC))
+            except ServerError as exc:
+                if exc.code == pb.TopicNotFound:
+                    raise self._unavailable(str(exc)) from exc
+                failure: PulsarError = exc
+            except PulsarError as exc:
+                failure = exc
+            delay = backoff.next()
+            if classify(failure) is Action.FATAL or time.monotonic() + delay > deadline:
+                raise failure
+            log.info("coordinator lookup: %s; again in %.1f s", failure, delay)
+            time.sleep(delay)
 
     def new_transaction(self, timeout: float) -> Transaction:
         """A new transaction, aborted by its coordinator ``timeout`` seconds from now

@@ -10,6 +10,7 @@ own (:mod:`tests.support.spark_faults`, ``local[2,4]``: Spark retries failed tas
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +21,16 @@ from pulsar_spark.spark.compat import spark_version
 from pulsar_spark.spark.stream.commit_log import CommitLog, log_topic
 from tests.support.java_txn import java_consume_all
 from tests.support.official import produce
-from tests.support.spark_faults import Driver, copy_job, figure, multiset_gaps, rerun_copy
+from tests.support.spark_cluster import StandaloneCluster
+from tests.support.spark_faults import (
+    FAULT_DIR,
+    REPO,
+    Driver,
+    copy_job,
+    figure,
+    multiset_gaps,
+    rerun_copy,
+)
 
 EXACT = {"lost": 0, "duplicated": 0, "unexpected": 0}
 EXACTLY_ONCE = {"deliveryGuarantee": "exactly-once", "transactionTimeout": "5m"}
@@ -128,6 +138,128 @@ def test_a_python_worker_killed_mid_write_leaves_nothing_twice(
            **gaps, java_rows=len(java), test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
     assert gaps == EXACT
     assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+
+
+def test_a_speculative_copy_wins_and_the_stragglers_rows_never_show(
+    apache_pulsar_txn, topic_name, tmp_path, record_property
+) -> None:
+    # Real speculation, on a standalone cluster whose two workers are two hosts to Spark.
+    # Partition 0's first attempt sends a batch in its transaction and stalls; Spark runs
+    # a speculative copy on the other host, which wins. The straggler's transaction never
+    # reaches the driver: found in the registry, it is aborted as the job commits.
+    url = apache_pulsar_txn.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    sent = [b"p%05d" % i for i in range(2000)]
+    produce(url, source, sent, batching_max_messages=200)
+    control = tmp_path / "control"
+    job = _write_job(url, source, target, "pulsar_slow")
+    job["partitions"] = 4
+    t0 = time.monotonic()
+    with StandaloneCluster(tmp_path / "cluster") as cluster:
+        job["master"] = cluster.url
+        job["conf"] = {
+            "spark.speculation": "true",
+            "spark.speculation.interval": "100ms",
+            "spark.speculation.quantile": "0.5",
+            "spark.speculation.multiplier": "1.5",
+            "spark.speculation.minTaskRuntime": "2s",
+            "spark.executor.memory": "512m",
+            "spark.executorEnv.PYTHONPATH": str(REPO),
+            f"spark.executorEnv.{FAULT_DIR}": str(control),
+            "spark.pyspark.python": sys.executable,
+        }
+        started = time.monotonic() - t0
+        with Driver(job, control) as driver:
+            result = driver.wait(300)
+            aborted = driver.count("aborted 1 transactions of task attempts")
+    assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
+    assert (control / "slow-write").exists()
+    assert (control / "attempt-0-1").exists(), "no second attempt of partition 0 ran"
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    java = java_consume_all(url, target, idle=3)
+    figure(record_property, "exactly_once_speculation", rows=len(sent), sink_rows=len(got),
+           **gaps, java_rows=len(java), stragglers_aborted=aborted,
+           cluster_start_seconds=round(started, 1), job_seconds=result["seconds"],
+           test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert gaps == EXACT
+    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert aborted == 1
+
+
+def test_a_broker_restarted_mid_write_leaves_each_row_once(
+    fresh_apache_pulsar, topic_name, tmp_path, record_property
+) -> None:
+    # The broker restarts while a task sends batch after batch in its transaction, and
+    # other tasks start while it is down (they wait for it). Either the transaction lives
+    # on (every receipt was in: the producer re-attaches and goes on) or a send was in
+    # doubt or unconfirmed: the transaction fails, the task fails and aborts it, and
+    # Spark's retry writes the partition again in a new one. Either way: each row once.
+    broker = fresh_apache_pulsar(variant="txn")
+    url = broker.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    sent = [b"r%05d" % i for i in range(3000)]
+    produce(url, source, sent, batching_max_messages=200)
+    control = tmp_path / "control"
+    job = _write_job(url, source, target, "pulsar_paced")
+    job["conf"] = {"spark.sql.execution.arrow.maxRecordsPerBatch": "50"}
+    t0 = time.monotonic()
+    with Driver(job, control, PULSAR_FAULT_PACE_SECONDS="0.3") as driver:
+        driver.wait_until(lambda: (control / "sending").exists(), 180, "the paced task's sends")
+        restart = broker.restart()
+        result = driver.wait(300)
+        lost_tasks = driver.count("Lost task")  # attempts that failed, and were run again
+    assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    java = java_consume_all(url, target, idle=3)
+    figure(record_property, "exactly_once_broker_restart", rows=len(sent), sink_rows=len(got),
+           **gaps, java_rows=len(java), restart_seconds=round(restart, 1),
+           lost_tasks=lost_tasks, job_seconds=result["seconds"],
+           test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert gaps == EXACT
+    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+
+
+def test_a_driver_killed_before_the_job_commits_leaves_nothing_visible(
+    spark, apache_pulsar_txn, topic_name, tmp_path, record_property
+) -> None:
+    # Every task wrote and handed its transaction over; the driver dies before the job
+    # commits. Nothing shows: not while the transactions are open (readers are not held
+    # back either), nor once they time out. Running the job again writes each row once.
+    url = apache_pulsar_txn.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    sent = [b"k%04d" % i for i in range(900)]
+    produce(url, source, sent, batching_max_messages=100)
+    control = tmp_path / "control"
+    job = _write_job(url, source, target, "pulsar_hanging")
+    job["sink_options"]["transactionTimeout"] = "8s"
+    t0 = time.monotonic()
+    with Driver(job, control) as driver:
+        driver.wait_until(lambda: (control / "committing-job").exists(), 180, "the job commit")
+        killed = driver.kill()
+    open_rows = len(_values(url, target))
+    time.sleep(10)  # the transactions time out: aborted by their coordinator
+    timed_out_rows = len(_values(url, target))
+    source_df = spark.read.format("pulsar").option("service.url", url).option("topic", source)
+    (
+        source_df.load()
+        .select("key", "value")
+        .write.format("pulsar")
+        .option("service.url", url)
+        .option("topic", target)
+        .options(**EXACTLY_ONCE)
+        .mode("append")
+        .save()
+    )
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    figure(record_property, "exactly_once_batch_driver_killed", rows=len(sent),
+           rows_visible_while_open=open_rows, rows_visible_after_timeout=timed_out_rows,
+           sink_rows=len(got), **gaps, processes_killed=killed,
+           test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert open_rows == 0 and timed_out_rows == 0
+    assert gaps == EXACT
 
 
 def test_a_losing_task_attempts_transaction_is_aborted_when_the_job_commits(

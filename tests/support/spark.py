@@ -52,17 +52,20 @@ _SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-def local_session(master: str = "local[2]") -> SparkSession:
-    """A classic session on ``master`` (UTC, no UI, 2 shuffle partitions, loopback driver)
-    with :class:`pulsar_spark.PulsarDataSource` registered."""
+def local_session(master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
+    """A classic session on ``master`` (UTC, no UI, 2 shuffle partitions, loopback driver;
+    more settings in ``conf``) with :class:`pulsar_spark.PulsarDataSource` registered."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     from pulsar_spark import PulsarDataSource
 
+    builder = SparkSession.builder
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName("pulsar-spark-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

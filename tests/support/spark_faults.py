@@ -20,12 +20,24 @@ them by name; the driver's ``PYTHONPATH`` holds the repository):
 ``pulsar_hanging``
     the pulsar sink whose driver-side commit of micro-batch ``$PULSAR_FAULT_HANG_BATCH``
     writes ``committing-<id>`` and hangs: the offset log holds the batch, its rows are at
-    the broker, and the commit log does not have it yet.
+    the broker, and the commit log does not have it yet. As a batch sink, its job commit
+    writes ``committing-job`` and hangs before it commits anything.
 ``pulsar_killing`` as a batch sink
     a task's first attempt SIGKILLs its own Python worker once it has sent (and had
     acknowledged) its first Arrow batch: a worker dying mid-write (once per control
     directory).
+``pulsar_slow``
+    the pulsar batch sink whose every task attempt writes ``attempt-<partition>-<attempt>``,
+    and whose first attempt of partition 0, once it has sent (and had acknowledged) its
+    first Arrow batch, writes ``slow-write`` and sleeps for ``$PULSAR_FAULT_SLOW_SECONDS``
+    (120 s): a straggler for Spark's speculation to overtake.
+``pulsar_paced``
+    the pulsar batch sink whose first attempt of partition 0 writes ``sending`` once it
+    has sent its first Arrow batch, and sleeps ``$PULSAR_FAULT_PACE_SECONDS`` (0.5 s)
+    after each batch: a write that lasts long enough for a test to disturb the broker
+    under it (with ``spark.sql.execution.arrow.maxRecordsPerBatch`` small).
 
+A job's ``master`` (``local[2,4]``) and ``conf`` (more Spark settings) shape its session.
 A job's ``mode`` may also be ``write``: a batch read of ``source_format`` written with
 ``df.write`` to ``sink_format`` (``sink_options``).
 
@@ -75,6 +87,8 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[2]
 FAULT_DIR = "PULSAR_FAULT_DIR"
 HANG_BATCH = "PULSAR_FAULT_HANG_BATCH"
+SLOW_SECONDS = "PULSAR_FAULT_SLOW_SECONDS"
+PACE_SECONDS = "PULSAR_FAULT_PACE_SECONDS"
 #: Rows per Arrow batch in the killing source, so that a task yields several.
 SMALL_BATCH_ROWS = 100
 
@@ -330,6 +344,41 @@ class KillingWriter(PulsarArrowWriter):
         return sent
 
 
+class SlowWriter(PulsarArrowWriter):
+    def _send(self, producer: Any, table: Any) -> int:
+        from pyspark import TaskContext
+
+        sent = super()._send(producer, table)
+        context = TaskContext.get()
+        if context is None:
+            return sent
+        _claim(f"attempt-{context.partitionId()}-{context.attemptNumber()}")
+        if context.partitionId() == 0 and context.attemptNumber() == 0:
+            producer.flush()  # these rows are at the broker (in the attempt's transaction)
+            if _claim("slow-write"):
+                time.sleep(float(os.environ.get(SLOW_SECONDS, "120")))
+        return sent
+
+
+class PacedWriter(PulsarArrowWriter):
+    def _send(self, producer: Any, table: Any) -> int:
+        from pyspark import TaskContext
+
+        sent = super()._send(producer, table)
+        context = TaskContext.get()
+        if context is not None and context.partitionId() == 0 and context.attemptNumber() == 0:
+            _claim("sending")
+            time.sleep(float(os.environ.get(PACE_SECONDS, "0.5")))
+        return sent
+
+
+class HangingWriter(PulsarArrowWriter):
+    def commit(self, messages: list[Any]) -> None:
+        if _claim("committing-job"):
+            time.sleep(600)  # until the test kills the driver
+        super().commit(messages)
+
+
 class Killing(PulsarDataSource):
     """``pulsar_killing``: see the module docstring."""
 
@@ -352,12 +401,46 @@ class Killing(PulsarDataSource):
         return killing
 
 
+class Slow(PulsarDataSource):
+    """``pulsar_slow``: see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pulsar_slow"
+
+    def writer(self, schema: Any, overwrite: bool) -> Any:
+        base = super().writer(schema, overwrite)
+        slow = SlowWriter(base.options, base.columns, base.plans, base.sink)
+        slow.owner, slow.registry_from = base.owner, base.registry_from
+        return slow
+
+
+class Paced(PulsarDataSource):
+    """``pulsar_paced``: see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pulsar_paced"
+
+    def writer(self, schema: Any, overwrite: bool) -> Any:
+        base = super().writer(schema, overwrite)
+        paced = PacedWriter(base.options, base.columns, base.plans, base.sink)
+        paced.owner, paced.registry_from = base.owner, base.registry_from
+        return paced
+
+
 class Hanging(PulsarDataSource):
     """``pulsar_hanging``: see the module docstring."""
 
     @classmethod
     def name(cls) -> str:
         return "pulsar_hanging"
+
+    def writer(self, schema: Any, overwrite: bool) -> Any:
+        base = super().writer(schema, overwrite)
+        hanging = HangingWriter(base.options, base.columns, base.plans, base.sink)
+        hanging.owner, hanging.registry_from = base.owner, base.registry_from
+        return hanging
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         base = super().streamWriter(schema, overwrite)
@@ -366,10 +449,10 @@ class Hanging(PulsarDataSource):
         return hanging
 
 
-def _session(master: str) -> Any:
-    spark = local_session(master)  # the pulsar source registered
+def _session(master: str, conf: dict[str, str] | None) -> Any:
+    spark = local_session(master, conf)  # the pulsar source registered
     spark.sparkContext.setLogLevel("WARN")
-    for source in (Killing, Hanging):
+    for source in (Killing, Hanging, Slow, Paced):
         spark.dataSource.register(source)
     return spark
 
@@ -403,7 +486,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job (see the module docstring) in this process; its result."""
     control = Path(job["control"])
     logging.basicConfig(level=logging.INFO)  # the connector's own logs go to the log too
-    spark = _session(job.get("master", "local[2,4]"))
+    spark = _session(job.get("master", "local[2,4]"), job.get("conf"))
     t0 = time.monotonic()
     try:
         if job["mode"] == "batch":
