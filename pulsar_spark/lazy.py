@@ -17,13 +17,19 @@ __all__ = ["lazy_exports"]
 
 
 def lazy_exports(
-    package: str, homes: Mapping[str, str]
+    package: str, homes: Mapping[str, str], modules: Mapping[str, str] | None = None
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package`` whose names are the keys of
-    ``homes``, each defined in the module of the package its value names."""
+    ``homes``, each defined in the module of the package its value names, and the keys of
+    ``modules``, each another name of the module of the package its value names."""
     namespace = importlib.import_module(package).__dict__
+    aliases = dict(modules or {})
 
     def __getattr__(name: str) -> Any:
+        if name in aliases:
+            value = importlib.import_module(f"{package}.{aliases[name]}")
+            namespace[name] = value
+            return value
         home = homes.get(name)
         if home is None:
             msg = f"module {package!r} has no attribute {name!r}"
@@ -33,6 +39,6 @@ def lazy_exports(
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *homes})
+        return sorted({*namespace, *homes, *aliases})
 
     return __getattr__, __dir__

@@ -24,9 +24,7 @@ import base64
 import json
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -207,6 +205,9 @@ class OAuth2ClientCredentials(Authentication):
         self._expires_at = time.monotonic() + max(lifetime - self.EXPIRY_MARGIN, 0.0)
 
     def _get_json(self, url: str, form: bytes | None) -> dict[str, Any]:
+        import urllib.error  # (with http.client and ssl: OAuth2 only)
+        import urllib.request
+
         headers = {"Accept": "application/json"}
         if form is not None:
             headers["Content-Type"] = "application/x-www-form-urlencoded"

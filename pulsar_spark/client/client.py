@@ -10,35 +10,33 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from pulsar_spark.protocol.errors import PulsarError
-from pulsar_spark.protocol.ids.message_id import MessageId
-from pulsar_spark.protocol.ids.position import Position
-from pulsar_spark.protocol.schemas.info import SchemaInfo
-from pulsar_spark.protocol.topics import base_topic
-from pulsar_spark.protocol.txn import TxnId
 
-from .auth import Authentication, NoAuthentication
+from .auth import NoAuthentication
 from .config import DEFAULT_READ_BUFFER_BYTES, ClientConfig, TlsOptions
-from .crypto_keys import CryptoStats, counting_discards, make_decryptor
 from .errors import ClientError
 from .names import TopicName, parse_service_url, parse_topic
-from .net.lookup import ConnectionPool, LookupService
-from .read.bounds import BoundLike, end_bound, parse_position, publish_time_ms, start_bound
-from .read.chunk_bounds import ChunkLossReport, skip_incomplete
 from .read.chunk_limits import ChunkLimits
-from .read.last_ids import LastIds
-from .read.reader import PartitionReader
-from .read.session import first_entry, last_message_id
-from .read.sinks import MessageRef
-from .read.sized_scan import SizedRef
-from .read.subscription import acknowledge_cumulative, ensure_subscription, unsubscribe
-from .retry import Action, Backoff, classify
-from .schemas import SchemaRegistry, VersionedSchema
-from .txn import Coordinators, Transaction
 
-if TYPE_CHECKING:  # loaded by create_producer: a read does not import the write path
+if TYPE_CHECKING:  # the rest loads where it is used: a write imports no read path, and back
+    import pyarrow as pa
+
+    from pulsar_spark.protocol.ids.message_id import MessageId
+    from pulsar_spark.protocol.ids.position import Position
+    from pulsar_spark.protocol.schemas.info import SchemaInfo
+    from pulsar_spark.protocol.txn import TxnId
+
+    from .auth import Authentication
+    from .crypto_keys import CryptoStats
+    from .read.bounds import BoundLike
+    from .read.chunk_bounds import ChunkLossReport
+    from .read.last_ids import LastIds
+    from .read.reader import PartitionReader
+    from .read.sinks import MessageRef
+    from .read.sized_scan import SizedRef
+    from .read.subscription import SubscriptionHold
+    from .schemas import VersionedSchema
+    from .txn import Coordinators, Transaction
     from .write.producer import Producer
     from .write.routing import PartitionedProducer
 
@@ -79,6 +77,9 @@ class PulsarClient:
         read_compacted: bool = False,
         chunk_limits: ChunkLimits | None = None,
     ) -> None:
+        from .net.lookup import ConnectionPool, LookupService
+        from .schemas import SchemaRegistry
+
         #: The configuration every connection of this client uses (built once).
         self.config = ClientConfig(
             parse_service_url(service_url),
@@ -147,9 +148,13 @@ class PulsarClient:
 
     def transaction(self, txn: TxnId | str) -> Transaction:
         """A transaction opened elsewhere (a task's), by its id, to commit or abort."""
+        from pulsar_spark.protocol.txn import TxnId
+
         return self._transactions().transaction(txn if isinstance(txn, TxnId) else TxnId.parse(txn))
 
     def _transactions(self) -> Coordinators:
+        from .txn import Coordinators
+
         if self._coordinators is None:
             self._coordinators = Coordinators(
                 self._lookup, operation_timeout=self.operation_timeout
@@ -174,6 +179,8 @@ class PulsarClient:
             ClientError: a malformed namespace or pattern.
             OperationTimeout: the broker does not answer (pulsar-lite cannot list).
         """
+        from pulsar_spark.protocol.topics import base_topic
+
         parts = namespace.strip().strip("/").split("/")
         if len(parts) != 2 or not all(parts):
             msg = f"namespace={namespace!r}: expected 'tenant/namespace'"
@@ -197,6 +204,11 @@ class PulsarClient:
         partition) published at or after ``publish_time`` (epoch ms, a datetime or a
         ``time:`` position), found with a SEEK and an id-level scan; None when every
         message is older. A chunked message is given by its first chunk."""
+        from pulsar_spark.protocol.ids.position import Position
+
+        from .read.bounds import publish_time_ms
+        from .read.reader import PartitionReader
+
         name = self._one_partition(topic, "ask for the time of")
         if isinstance(publish_time, dt.datetime):
             publish_time = publish_time_ms(publish_time, "publish_time")
@@ -215,6 +227,9 @@ class PulsarClient:
         remove whole ledgers, so the entry is there when its ledger still holds an
         entry at or after it (a marker is never dispatched, the entry after it is).
         Nothing is decoded: a chunk of a message counts."""
+        from .read.bounds import parse_position
+        from .read.session import first_entry
+
         name = self._one_partition(topic, "look for entries of")
         at = parse_position(message_id, "message_id").with_batch_index(-1)
         found = first_entry(self._lookup, name, at, operation_timeout=self.operation_timeout)
@@ -225,6 +240,9 @@ class PulsarClient:
         """The id (batch index -1) of the first entry still stored in ``topic`` (a
         non-partitioned topic or one partition) at or after the entry of
         ``message_id``; None when there is none. Nothing is decoded."""
+        from .read.bounds import parse_position
+        from .read.session import first_entry
+
         name = self._one_partition(topic, "look for entries of")
         at = parse_position(message_id, "message_id").with_batch_index(-1)
         found = first_entry(self._lookup, name, at, operation_timeout=self.operation_timeout)
@@ -235,6 +253,8 @@ class PulsarClient:
         last ids of many partitions at once, with consumers kept between calls; on the durable
         ``subscription`` when given (created where missing, moved by its
         ``acknowledge``). Close it before the client."""
+        from .read.last_ids import LastIds
+
         return LastIds(
             self._lookup, operation_timeout=self.operation_timeout, subscription=subscription
         )
@@ -245,6 +265,9 @@ class PulsarClient:
         """Move the durable ``subscription`` of ``topic`` (a non-partitioned topic or
         one partition) past entry ``message_id``, creating the subscription if needed:
         the broker's backlog for it then counts what follows."""
+        from .read.bounds import parse_position
+        from .read.subscription import acknowledge_cumulative
+
         name = self._one_partition(topic, "acknowledge on")
         acknowledge_cumulative(
             self._lookup,
@@ -259,6 +282,8 @@ class PulsarClient:
         partition) at its earliest message (or, not ``earliest``, after its last) unless
         it exists: the broker then keeps every message it has not acknowledged
         (:meth:`acknowledge_cumulative`)."""
+        from .read.subscription import ensure_subscription
+
         name = self._one_partition(topic, "subscribe to")
         ensure_subscription(
             self._lookup,
@@ -272,6 +297,8 @@ class PulsarClient:
         """Delete the durable ``subscription`` of ``topic`` (every partition); the
         partitions it was deleted from (a partition that does not exist is left out,
         and not created)."""
+        from .read.subscription import unsubscribe
+
         return [
             str(partition)
             for partition in self._partitions_of(parse_topic(topic))
@@ -279,6 +306,22 @@ class PulsarClient:
                 self._lookup, partition, subscription, operation_timeout=self.operation_timeout
             )
         ]
+
+    def hold_subscription(self, topic: str, subscription: str) -> SubscriptionHold:
+        """Attach to the durable ``subscription`` of ``topic`` (a non-partitioned topic or
+        one partition), made at its end unless it exists, and stay attached until the
+        hold is released (a context manager): a lock on the name that the broker frees
+        when this client's connection ends.
+
+        Raises:
+            ServerError: ConsumerBusy, at once, when another client holds it.
+        """
+        from .read.subscription import hold_subscription
+
+        name = self._one_partition(topic, "hold a subscription of")
+        return hold_subscription(
+            self._lookup, name, subscription, operation_timeout=self.operation_timeout
+        )
 
     def _one_partition(self, topic: str, what: str) -> TopicName:
         name = parse_topic(topic)
@@ -289,6 +332,8 @@ class PulsarClient:
 
     def get_last_message_id(self, topic: str) -> MessageId | None:
         """The id of the last message of a (partition) topic; None when it is empty."""
+        from .read.session import last_message_id
+
         return last_message_id(
             self._lookup, parse_topic(topic), operation_timeout=self.operation_timeout
         )
@@ -324,6 +369,8 @@ class PulsarClient:
 
     def _partitions_retried(self, name: TopicName) -> int:
         """Partition count of ``name``, retried as :func:`.retry.classify` allows."""
+        from .retry import Action, Backoff, classify
+
         deadline = time.monotonic() + self._lookup.config.operation_timeout
         backoff = Backoff()
         while True:
@@ -431,6 +478,10 @@ class PulsarClient:
             ClientError: a malformed start or end, naming it.
             ChunkError: a chunked message that cannot be read whole, naming it.
         """
+        from .crypto_keys import counting_discards, make_decryptor
+        from .read.bounds import end_bound, start_bound
+        from .read.reader import PartitionReader
+
         first, last = start_bound(start, start_inclusive), end_bound(end, end_inclusive)
         for partition in self._partitions_of(parse_topic(topic)):
             decrypt = make_decryptor(str(partition), private_key, crypto_failure_action)
@@ -506,6 +557,10 @@ class PulsarClient:
         message begun in the range and never completed is skipped with a WARNING
         (:func:`~.read.chunk_bounds.skip_incomplete`): a scan plans reads, the read
         reports it."""
+        from .read.bounds import end_bound, start_bound
+        from .read.chunk_bounds import skip_incomplete
+        from .read.reader import PartitionReader
+
         name = self._one_partition(topic, "scan")
         if receiver_queue_size is None:
             receiver_queue_size = 1000 if limit is None else min(max(limit, 1), 1000)

@@ -9,14 +9,17 @@ checked here) and passes it to the connection pool, the lookup service and each
 
 from __future__ import annotations
 
-import ssl
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .auth import Authentication, NoAuthentication
 from .errors import ClientError
 from .names import ServiceUrl, parse_service_url
 from .read.chunk_limits import ChunkLimits
 from .read.sub_names import check_prefix
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["DEFAULT_READ_BUFFER_BYTES", "ClientConfig", "TlsOptions"]
 
@@ -40,6 +43,8 @@ class TlsOptions:
     allow_insecure: bool = False
 
     def context(self, auth: Authentication) -> ssl.SSLContext:
+        import ssl  # TLS only: a plain connection never loads it
+
         ctx = ssl.create_default_context(cafile=self.trust_certs_file)
         if self.allow_insecure:
             ctx.check_hostname = False

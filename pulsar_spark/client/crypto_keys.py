@@ -27,18 +27,17 @@ import json
 import logging
 import re
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pulsar_spark.protocol.crypto.decrypt import Decryptor
-from pulsar_spark.protocol.crypto.encrypt import Encryptor
 from pulsar_spark.protocol.crypto.errors import CryptoKeyError, DecryptionError
 from pulsar_spark.protocol.crypto.fields import CryptoFailureAction, crypto_failure_action
 from pulsar_spark.protocol.crypto.key_wrap import check_private_key, check_public_key
 
 if TYPE_CHECKING:  # cryptography is loaded where a key is (see protocol.key_wrap)
+    from pulsar_spark.protocol.crypto.encrypt import Encryptor
     from pulsar_spark.protocol.crypto.key_wrap import PrivateKey, PublicKey
 
 __all__ = [
@@ -191,6 +190,8 @@ def make_encryptor(
     key_option: str = "public_key",
 ) -> Encryptor:
     """An :class:`Encryptor` for the named keys, their public keys from ``public_key``."""
+    from pulsar_spark.protocol.crypto.encrypt import Encryptor  # a write's, not a read's
+
     names = parse_key_names(encryption_keys, option=names_option)
     if public_key is None:
         msg = f"{names_option} is set but {key_option} is not: give the public key (a PEM URL)"
@@ -286,6 +287,8 @@ def _fetch(url: str, option: str, name: str | None) -> bytes:
         shown = f"scheme {scheme!r}" if scheme else "no scheme"
         msg = f"{where} must be a file:... or data:... URL, not a URL with {shown}"
         raise CryptoKeyError(msg)
+    import urllib.request  # (with http.client and ssl) for a key file only
+
     path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
     try:
         with open(path, "rb") as f:

@@ -11,7 +11,7 @@ and a client certificate from files, so the PEM text goes into a private directo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulsar_spark.client import (
     Authentication,
@@ -23,12 +23,15 @@ from pulsar_spark.client import (
     TlsAuthentication,
     TokenAuthentication,
 )
-from pulsar_spark.client.net.keystores import KeyStoreError, TlsFiles, load_store
 
 from .errors import PulsarOptionError
-from .options.auth import AuthSpec
-from .options.parse import PulsarOptions
 from .worker_clients import in_task, lend
+
+if TYPE_CHECKING:  # key stores load for the options that name one
+    from pulsar_spark.client.net.keystores import TlsFiles
+
+    from .options.auth import AuthSpec
+    from .options.parse import PulsarOptions
 
 __all__ = ["KeyStoreClient", "authentication", "open_client"]
 
@@ -97,6 +100,8 @@ def _client_certificate(
     files: TlsFiles, path: str, kind: str, password: str | None, option: str
 ) -> tuple[str, str]:
     """The key store's certificate chain and key, written to ``files``."""
+    from pulsar_spark.client.net.keystores import KeyStoreError, load_store
+
     try:
         found = load_store(path, kind, password)
     except KeyStoreError as exc:
@@ -111,6 +116,8 @@ def _client_certificate(
 
 def _trust_file(options: PulsarOptions, files: TlsFiles) -> str | None:
     """The trust store's CA certificates as a PEM file (None: the system's CAs)."""
+    from pulsar_spark.client.net.keystores import KeyStoreError, load_store
+
     if options.trust_store_path is None:
         return None
     option = "pulsar.client.tlsTrustStorePath"
@@ -146,6 +153,8 @@ def _new_client(options: PulsarOptions, operation_timeout: float | None) -> Puls
     stores = options.use_key_store_tls or (options.auth and options.auth.kind == "keystoretls")
     if not stores:
         return PulsarClient(options.service_url, **_settings(options, operation_timeout))
+    from pulsar_spark.client.net.keystores import TlsFiles
+
     files = TlsFiles()
     try:
         settings = _settings(options, operation_timeout, files)

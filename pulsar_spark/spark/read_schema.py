@@ -27,18 +27,22 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from pulsar_spark.client import PulsarClient, VersionedSchema
-from pulsar_spark.columnar import ROW_SCHEMA, SchemaError, decoded_type
+from pulsar_spark.columnar import ROW_SCHEMA, SchemaError
 from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .errors import TopicSchemaError
-from .options.parse import PulsarOptions
 from .options.schema import DEAD_LETTER, RAW
 from .streamnative_rows import PULSAR_SPARK, STREAMNATIVE, streamnative_schema
+
+if TYPE_CHECKING:
+    from pulsar_spark.client import PulsarClient, VersionedSchema
+
+    from .options.parse import PulsarOptions
 
 __all__ = [
     "DECODE_ERROR",
@@ -116,6 +120,8 @@ def row_schema(reader: SchemaInfo | None, *, dead_letter: bool, topic: str = "")
     """
     schema = ROW_SCHEMA
     if reader is not None:
+        from pulsar_spark.columnar import decoded_type  # the decoders, for a typed read
+
         if reader.type is SchemaType.KEY_VALUE:
             halves = split_key_value(reader)
             key = decoded_type(halves.key, topic=topic)

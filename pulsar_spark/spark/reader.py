@@ -17,25 +17,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from pulsar_spark.client import PulsarClient
-from pulsar_spark.columnar import ROW_SCHEMA
+# What unpickling a reader and its partitions loads anyway; the rest loads where it is used:
+# planning on the driver, reading in a task (a raw read loads no decoder and no pushdown).
 from pulsar_spark.protocol.ids.position import Position
 
-from .connect import open_client
 from .options.parse import PulsarOptions
-from .pushdown import Narrowing, narrow_times, narrowing
-from .ranges import PartitionRange, fix_ends, plan_ranges, read_range
-from .read_schema import ReadSchema, check_unplanned
-from .spark_types import arrow_for, to_spark_arrow
-from .splits import split_ranges
-from .streamnative_rows import STREAMNATIVE, streamnative_batch
-from .value_decode import ValueDecoder
+from .read_schema import ReadSchema
+
+if TYPE_CHECKING:
+    from pulsar_spark.client import PulsarClient
+
+    from .pushdown import Narrowing
+    from .ranges import PartitionRange
 
 __all__ = [
     "PulsarBatchReader",
@@ -58,6 +57,8 @@ class PulsarInputPartition(InputPartition):
 
     @property
     def range(self) -> PartitionRange:
+        from .ranges import PartitionRange
+
         return PartitionRange(self.topic, self.start, self.end)
 
 
@@ -65,6 +66,8 @@ class PulsarBatchReader(DataSourceReader):
     """``spark.read.format("pulsar")``: reads a bounded range of each partition."""
 
     def __init__(self, options: PulsarOptions, read: ReadSchema, schema: StructType) -> None:
+        from .spark_types import arrow_for
+
         self.options = options
         self.read_schema = read
         #: The Arrow schema Spark expects of the batches.
@@ -73,6 +76,12 @@ class PulsarBatchReader(DataSourceReader):
         self.narrowing: Narrowing | None = None
 
     def partitions(self) -> list[InputPartition]:
+        from .connect import open_client
+        from .pushdown import narrow_times
+        from .ranges import fix_ends, plan_ranges
+        from .read_schema import check_unplanned
+        from .splits import split_ranges
+
         options = self.options
         narrow = self.narrowing
         with open_client(options) as client:
@@ -93,6 +102,9 @@ class PulsarBatchReader(DataSourceReader):
         return self._read(partition)
 
     def _read(self, partition: PulsarInputPartition) -> Iterator[pa.RecordBatch]:
+        from .connect import open_client
+        from .ranges import read_range
+
         options = self.options
         with open_client(options, operation_timeout=options.poll_timeout) as client:
             batches = read_range(client, partition.range, options, batch_rows=BATCH_ROWS)
@@ -106,6 +118,8 @@ class PulsarFilteringReader(PulsarBatchReader):
     ``spark.sql.python.filterPushdown.enabled``; see :mod:`.pushdown`)."""
 
     def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        from .pushdown import narrowing
+
         self.narrowing, rest = narrowing(filters, self.read_schema.layout)
         return rest
 
@@ -124,17 +138,25 @@ def typed_batches(
     the read batch carries, :func:`.streamnative_rows.streamnative_batch`), cast to
     ``target`` (the Arrow schema Spark expects: all the read's columns, or those the
     user's ``.schema(...)`` named). Each schema version is fetched once."""
+    from pulsar_spark.columnar import ROW_SCHEMA
+
+    from .streamnative_rows import STREAMNATIVE, streamnative_batch
+
     names = target.names
     streamnative = read.layout == STREAMNATIVE
+    if read.passes_through and not streamnative and names == ROW_SCHEMA.names:
+        yield from batches  # raw: the row schema as it is
+        return
+    from .spark_types import to_spark_arrow  # (with pyarrow.compute) not for the above
+
     if read.passes_through and not streamnative:
-        if names == ROW_SCHEMA.names:
-            yield from batches  # raw: the row schema as it is
-        else:
-            for batch in batches:
-                yield to_spark_arrow(batch.select(names), target)
+        for batch in batches:
+            yield to_spark_arrow(batch.select(names), target)
         return
     decode: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
     if not read.passes_through:
+        from .value_decode import ValueDecoder  # the decoders: a typed read's
+
         fetch = partial(client.get_schema, topic)
         latest = partial(client.get_schema, topic, None)
         decode = ValueDecoder(read, topic, fetch, stream=stream, latest=latest)

@@ -53,11 +53,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pulsar_spark.columnar import ROW_SCHEMA
-from pulsar_spark.columnar.rows.encode import ALLOWED_COLUMNS
-from pulsar_spark.columnar.rows.message_ids import id_bytes_column, id_parts, parse_message_ids
 from pulsar_spark.columnar.rows.schema import TIMESTAMP
 from pulsar_spark.protocol.topics import PARTITION_SUFFIX
 
@@ -99,8 +96,6 @@ _FROM_OURS = {
 #: The metadata columns a write takes (:func:`_check_meta` says which column of ours each
 #: becomes: topic, key, eventTime, properties).
 _WRITTEN = frozenset({"__topic", "__key", "__eventTime", "__messageProperties"})
-#: The columns of our own shape (with ``value``, or refused without it, as before).
-_OURS = ALLOWED_COLUMNS | {"topic"}
 #: The metadata columns a write leaves out (with a WARNING), as StreamNative's sink does.
 _LEFT_OUT = ("__messageId", "__publishTime")
 
@@ -151,6 +146,8 @@ def streamnative_schema(arrow: pa.Schema, *, key_value: bool, origin: str) -> pa
 
 def _topic_names(batch: pa.RecordBatch) -> pa.Array:
     """Each row's topic as the Java client names it: a partition's own name."""
+    import pyarrow.compute as pc  # loaded with the first batch, not by a plan
+
     topics = batch.column("topic")
     partitions = batch.column("partition")
     if not len(partitions) or pc.max(partitions).as_py() < 0:
@@ -181,6 +178,12 @@ def streamnative_batch(
         elif name == "__topic":
             columns.append(_topic_names(decoded))
         elif name == "__messageId":
+            from pulsar_spark.columnar.rows.message_ids import (
+                id_bytes_column,
+                id_parts,
+                parse_message_ids,
+            )
+
             ids = parse_message_ids(decoded.column("messageId"))
             columns.append(id_bytes_column(ids, id_parts(built, decoded.num_rows)))
         else:
@@ -270,6 +273,8 @@ class SinkColumns:
 def _converted(ours: str, column: pa.Array) -> pa.Array:
     """A metadata column's values as our column takes them: a key's bytes; an event time
     (epoch ms, or a timestamp) unless it is not positive, which StreamNative leaves unset."""
+    import pyarrow.compute as pc  # loaded with the first batch, not by a plan
+
     dtype = column.type
     if ours == "key" and _is_text(dtype):
         return pc.cast(column, pa.binary())
@@ -303,7 +308,11 @@ def sink_columns(schema: pa.Schema) -> SinkColumns:
     mapped = {f.name: _check_meta(f) for f in schema if f.name in _WRITTEN}
     renamed = tuple((theirs, ours.name) for theirs, ours in mapped.items())
     rest = [f for f in schema if f.name not in mapped and f.name not in dropped]
-    if "value" in names or all(f.name in _OURS for f in rest):
+    # The columns of our own shape (with ``value``, or refused without it, as before).
+    from pulsar_spark.columnar.rows.encode import ALLOWED_COLUMNS
+
+    own_shape = ALLOWED_COLUMNS | {"topic"}
+    if "value" in names or all(f.name in own_shape for f in rest):
         for theirs, ours in renamed:
             if ours in names:
                 msg = (

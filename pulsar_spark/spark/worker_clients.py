@@ -38,11 +38,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pulsar_spark.client import PulsarClient
+if TYPE_CHECKING:
+    from pulsar_spark.client import PulsarClient
 
-from .options.parse import PulsarOptions
+    from .options.parse import PulsarOptions
 
 __all__ = ["IDLE_SECONDS", "MAX_IDLE", "client_key", "idle_count", "in_task", "lend"]
 
@@ -229,4 +230,4 @@ def lend(
     client = _POOL.take(key)
     if client is None:
         client = build(options, operation_timeout)
-    return cast(PulsarClient, LentClient(client, key))
+    return cast("PulsarClient", LentClient(client, key))

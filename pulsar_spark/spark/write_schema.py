@@ -34,12 +34,11 @@ pyspark.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from pulsar_spark.client import VersionedSchema
 from pulsar_spark.columnar import SchemaError, SchemaMismatch
-from pulsar_spark.columnar.rows.encode import separated_keys_field
 from pulsar_spark.columnar.values.encode import (
     KeyValueEncoder,
     PayloadEncoder,
@@ -47,13 +46,16 @@ from pulsar_spark.columnar.values.encode import (
     key_value_writer_schema,
     writer_schema,
 )
-from pulsar_spark.columnar.values.proto.encode import native_writer_schema
 from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .errors import PulsarWriteError
-from .options.parse import PulsarOptions
 from .options.schema import RAW
+
+if TYPE_CHECKING:
+    from pulsar_spark.client import VersionedSchema
+
+    from .options.parse import PulsarOptions
 
 __all__ = ["RowEncoder", "WritePlan", "plan_write"]
 
@@ -136,6 +138,8 @@ def plan_write(
         info, what = options.avro_schema, "with the avroSchema option's schema"
     elif options.protobuf_schema is not None:
         what = "with the protobufSchema option's schema"
+        from pulsar_spark.columnar.values.proto.encode import native_writer_schema
+
         try:
             info = native_writer_schema(options.protobuf_schema, topic=topic)
         except SchemaError as exc:
@@ -221,6 +225,8 @@ class RowEncoder:
                 if pairs.keys is None:  # INLINE: the key travels in the payload
                     return table.drop_columns(["key"])
                 # SEPARATED: a null key goes with null_partition_key, as Java sends it
+                from pulsar_spark.columnar.rows.encode import separated_keys_field
+
                 field = separated_keys_field(pairs.keys.type)
                 return table.set_column(table.column_names.index("key"), field, pairs.keys)
             payloads = self._encoder.encode(value)

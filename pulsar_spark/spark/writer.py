@@ -13,11 +13,12 @@ registry (:mod:`.txn_registry`), and hands its id to the driver in its commit
 message; the driver commits them all when the job commits, and aborts them when it
 aborts. A task that fails aborts its own; the transaction of a task attempt whose
 message never reached the driver (a killed worker, a speculative attempt that lost)
-is found in the registry and aborted when the job ends. The driver commits the
-transactions one by one: a driver that dies in the middle leaves the rest to time
-out (``transactionTimeout``), so the job's rows are then partly visible (the job
-failed; Spark's batch writes give no way to finish the commit later), and a driver
-that dies before it commits leaves nothing visible.
+is found in the registry and aborted when the job ends. A driver that dies before it
+commits leaves nothing visible (the transactions time out, ``transactionTimeout``).
+The driver commits the transactions one by one, after recording its decision in the
+registry: if it dies in the middle, the next exactly-once batch job on the namespace
+commits the rest as it plans (:meth:`.txn_registry.Registry.recover`), so the job's
+rows all show as long as that job comes before the transactions time out.
 
 Typed values (``schemaMode=auto``, the default): a ``value`` that is not
 binary is encoded with the schema :mod:`.write_schema` plans for its topic
@@ -36,7 +37,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import (
     BinaryType,
@@ -212,7 +212,7 @@ def end_transactions(
             except PulsarError as exc:
                 msg = (
                     f"committing transaction {txn} failed: {exc}. Committed before it: "
-                    f"{done or 'none'}; not committed (aborted when they time out): "
+                    f"{done or 'none'}; not committed yet: "
                     f"{ids[i:]}"
                 )
                 raise PulsarWriteError(msg) from exc
@@ -222,6 +222,8 @@ def end_transactions(
 
 def _event_time_ms(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """A timestamp column (with or without a zone: UTC) as epoch ms, int64."""
+    import pyarrow.compute as pc  # only where a write has an eventTime
+
     micros = pc.cast(column, pa.timestamp("us", tz=column.type.tz))
     return pc.divide(pc.cast(micros, pa.int64()), 1000)
 
@@ -253,8 +255,25 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         if self.options.delivery_guarantee != EXACTLY_ONCE:
             return
         self.owner = uuid.uuid4().hex
+        registry = self._registry()
         with open_client(self.options, reuse=False) as client:
-            self.registry_from = self._registry().hold(client, self.owner)
+            self.registry_from = registry.hold(
+                client, self.owner, self.options.transaction_timeout_ms
+            )
+            try:
+                found = registry.recover(client, self.owner)
+            except PulsarError as exc:  # this job's own commit does not depend on it
+                log.warning("pulsar sink: reading %s to recover other jobs: %s", registry, exc)
+                found = []
+        for job in found:
+            if job.abandoned:
+                log.info("pulsar sink: job %s died before its commit; registry released", job.owner)
+                continue
+            log.warning(
+                "pulsar sink: finished the commit of job %s, whose driver stopped midway: "
+                "committed %s; committed before: %s; timed out (rows lost): %s; left: %s",
+                job.owner, job.committed, job.ended, job.lost, job.failed,
+            )  # fmt: skip
 
     def _registry(self) -> Registry:
         return Registry(registry_topic(self.options.transaction_log_topic, self.options.topic))
@@ -321,7 +340,7 @@ class PulsarArrowWriter(DataSourceArrowWriter):
 
     def _end_orphans(self, messages: list[WriterCommitMessage | None]) -> None:
         """Aborts the job's registered transactions that no commit message names (task
-        attempts that died or lost), and drops the job's registry subscription."""
+        attempts that died or lost)."""
         if self.owner is None:
             return
         registry = self._registry()
@@ -336,7 +355,29 @@ class PulsarArrowWriter(DataSourceArrowWriter):
                     len(orphans),
                     orphans,
                 )
-            registry.release(client, self.owner)
+
+    def _commit_decided(self, owner: str, messages: list[WriterCommitMessage | None]) -> int:
+        """Commits the tasks' transactions holding the job's registry subscription,
+        after recording the decision (see :mod:`.txn_registry`); how many."""
+        registry = self._registry()
+        txns = [m.txn for m in messages if isinstance(m, PulsarCommitMessage) and m.txn]
+        with open_client(self.options, reuse=False) as client, registry.lock(client, owner) as hold:
+            registry.decide(client, owner, txns)
+            try:
+                count = end_transactions(self.options, messages, commit=True)
+            except PulsarWriteError as exc:
+                msg = (
+                    f"{exc}. The commit of job {owner} is recorded in {registry.topic}: the "
+                    "next exactly-once batch job writing to its namespace commits the "
+                    "transactions left, if it comes before they time out (transactionTimeout)"
+                )
+                raise PulsarWriteError(msg) from exc
+            registry.finish(client, owner, "committed", hold)
+        return count
+
+    def _was_decided(self, owner: str) -> bool:
+        with open_client(self.options, reuse=False) as client:
+            return self._registry().decided(client, owner, self.registry_from)
 
     def _routed(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.Table]]:
         """(topic, rows to send there), the rows as send_batch takes them."""
@@ -357,6 +398,8 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         if topics.null_count:
             msg = "a row has a null 'topic' and there is no topic option to fall back on"
             raise PulsarWriteError(msg)
+        import pyarrow.compute as pc  # only where rows name their topics
+
         for topic in pc.unique(topics).to_pylist():
             yield topic, table.filter(pc.equal(topics, topic))
 
@@ -415,7 +458,10 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
         if self.options.delivery_guarantee == EXACTLY_ONCE:
             self._end_orphans(messages)
-            count = end_transactions(self.options, messages, commit=True)
+            if self.owner is None:  # a writer that prepare() never saw: no registry
+                count = end_transactions(self.options, messages, commit=True)
+            else:
+                count = self._commit_decided(self.owner, messages)
             log.info("pulsar sink: %d messages committed in %d transactions", rows, count)
             return
         log.info("pulsar sink: %d messages acknowledged", rows)
@@ -423,8 +469,19 @@ class PulsarArrowWriter(DataSourceArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
         if self.options.delivery_guarantee == EXACTLY_ONCE:
+            if self.owner is not None and self._was_decided(self.owner):
+                log.error(
+                    "pulsar sink: job aborted after its commit was decided: its transactions "
+                    "are not aborted; the next exactly-once batch job writing to %s commits "
+                    "those left (see the commit's error)",
+                    self._registry().topic,
+                )
+                return
             self._end_orphans(messages)
             count = end_transactions(self.options, messages, commit=False)
+            if self.owner is not None:
+                with open_client(self.options, reuse=False) as client:
+                    self._registry().finish(client, self.owner, "aborted")
             log.warning(
                 "pulsar sink: job aborted; %d transactions of finished tasks aborted (%d "
                 "messages never visible)",

@@ -262,6 +262,39 @@ def test_a_driver_killed_before_the_job_commits_leaves_nothing_visible(
     assert gaps == EXACT
 
 
+def test_a_commit_its_driver_left_midway_is_finished_by_the_next_job(
+    spark, apache_pulsar_txn, topic_name, tmp_path, record_property
+) -> None:
+    # The driver records the job's decision, commits the first of its transactions and
+    # dies. Readers see at most that one's rows (none while the others, open, come before
+    # them); once those time out, the job would stay partly visible. The next
+    # exactly-once batch job on the namespace finds the decision (no "done", the dead
+    # driver's hold gone) as it plans, and commits the rest: every row once.
+    url = apache_pulsar_txn.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    sent = [b"m%04d" % i for i in range(900)]
+    produce(url, source, sent, batching_max_messages=100)
+    control = tmp_path / "control"
+    job = _write_job(url, source, target, "pulsar_hanging")
+    t0 = time.monotonic()
+    with Driver(job, control, PULSAR_FAULT_HANG_MIDWAY="1") as driver:
+        driver.wait_until(lambda: (control / "committing-job").exists(), 180, "the job commit")
+        killed = driver.kill()
+    partial = len(_values(url, target))
+    other = spark.createDataFrame([("x",)], "value string")
+    other.write.format("pulsar").option("service.url", url).option(
+        "topic", f"{topic_name}-next"
+    ).options(**EXACTLY_ONCE).mode("append").save()
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    figure(record_property, "exactly_once_batch_commit_midway", rows=len(sent),
+           rows_visible_after_kill=partial, sink_rows=len(got), **gaps,
+           processes_killed=killed, test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert partial < len(sent)
+    assert gaps == EXACT
+    assert _values(url, f"{topic_name}-next") == [b"x"]
+
+
 def test_a_losing_task_attempts_transaction_is_aborted_when_the_job_commits(
     apache_pulsar_txn, topic_name
 ) -> None:

@@ -21,7 +21,9 @@ them by name; the driver's ``PYTHONPATH`` holds the repository):
     the pulsar sink whose driver-side commit of micro-batch ``$PULSAR_FAULT_HANG_BATCH``
     writes ``committing-<id>`` and hangs: the offset log holds the batch, its rows are at
     the broker, and the commit log does not have it yet. As a batch sink, its job commit
-    writes ``committing-job`` and hangs before it commits anything.
+    writes ``committing-job`` and hangs before it commits anything, or, with
+    ``$PULSAR_FAULT_HANG_MIDWAY`` set, once it has recorded its decision and committed
+    the first of the job's transactions.
 ``pulsar_killing`` as a batch sink
     a task's first attempt SIGKILLs its own Python worker once it has sent (and had
     acknowledged) its first Arrow batch: a worker dying mid-write (once per control
@@ -63,7 +65,8 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_spark import PulsarDataSource
-from pulsar_spark.spark import reader
+from pulsar_spark.spark import reader, writer
+from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.reader import PulsarBatchReader
 from pulsar_spark.spark.stream import reader as stream_reader
 from pulsar_spark.spark.stream.reader import PulsarStreamReader
@@ -89,6 +92,7 @@ FAULT_DIR = "PULSAR_FAULT_DIR"
 HANG_BATCH = "PULSAR_FAULT_HANG_BATCH"
 SLOW_SECONDS = "PULSAR_FAULT_SLOW_SECONDS"
 PACE_SECONDS = "PULSAR_FAULT_PACE_SECONDS"
+HANG_MIDWAY = "PULSAR_FAULT_HANG_MIDWAY"
 #: Rows per Arrow batch in the killing source, so that a task yields several.
 SMALL_BATCH_ROWS = 100
 
@@ -372,9 +376,22 @@ class PacedWriter(PulsarArrowWriter):
         return sent
 
 
+def _commit_one_then_hang(options: Any, messages: list[Any], *, commit: bool) -> int:
+    """``end_transactions`` of a driver that dies midway: the first transaction
+    committed, then ``committing-job`` written and a hang."""
+    first = next(m.txn for m in messages if getattr(m, "txn", None))
+    with open_client(options, reuse=False) as client:
+        client.transaction(first).commit()
+    _claim("committing-job")
+    time.sleep(600)  # until the test kills the driver
+    return 1
+
+
 class HangingWriter(PulsarArrowWriter):
     def commit(self, messages: list[Any]) -> None:
-        if _claim("committing-job"):
+        if os.environ.get(HANG_MIDWAY):
+            writer.end_transactions = _commit_one_then_hang  # this commit worker only
+        elif _claim("committing-job"):
             time.sleep(600)  # until the test kills the driver
         super().commit(messages)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import select
 import socket
-import ssl
 import sys
 import threading
 import time
@@ -115,6 +114,8 @@ class Transport:
             raise ConnectError(msg) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
+            import ssl  # TLS only: a plain connection never loads it
+
             try:
                 sock = tls.context(auth).wrap_socket(sock, server_hostname=host)
             except ssl.SSLCertVerificationError as exc:
@@ -279,15 +280,25 @@ class Transport:
                         sent = sock.send(view)
                 else:
                     sent = sock.send(view)  # waits at most a tick for room
-            except (TimeoutError, BlockingIOError, ssl.SSLWantWriteError):
+            except (TimeoutError, BlockingIOError):
                 self._stalled(moved)
                 if self._tls:
                     _wait_ready(sock, write=True, timeout=self._tick)
                 continue
-            except ssl.SSLWantReadError:  # the reader thread will read what it needs
-                self._stalled(moved)
-                time.sleep(0.005)
-                continue
+            except OSError as exc:  # on a TLS socket (loaded ssl), it may want a read or write
+                if not self._tls:
+                    raise
+                import ssl
+
+                if isinstance(exc, ssl.SSLWantWriteError):
+                    self._stalled(moved)
+                    _wait_ready(sock, write=True, timeout=self._tick)
+                    continue
+                if isinstance(exc, ssl.SSLWantReadError):  # the reader thread reads it
+                    self._stalled(moved)
+                    time.sleep(0.005)
+                    continue
+                raise
             if sent:
                 view = view[sent:]
                 self.bytes_written += sent
@@ -315,6 +326,8 @@ class Transport:
                 return sock.recv(_RECV_SIZE)
             except TimeoutError:
                 return None
+        import ssl  # loaded by the TLS socket already
+
         assert isinstance(sock, ssl.SSLSocket)
         try:
             if not sock.pending() and not _wait_ready(sock, write=False, timeout=self._tick):
@@ -375,6 +388,8 @@ def _speaks_plain_pulsar(host: str, port: int, timeout: float) -> bool:
 def speaks_tls(host: str, port: int, timeout: float) -> bool:
     """Whether ``host:port`` completes (or answers with a TLS alert) a TLS handshake:
     a ``pulsar://`` URL given for a TLS port closes the plain CONNECT unanswered."""
+    import ssl  # a probe after a failed connection
+
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE

@@ -1,4 +1,4 @@
-"""One-off operations on named durable subscriptions: move one, delete one.
+"""Operations on named durable subscriptions: move one, delete one, hold one.
 
 Readers use non-durable subscriptions that vanish with the consumer; what keeps
 data on the broker is a durable subscription (a stream's is held between
@@ -10,6 +10,10 @@ it. Both attach a consumer that asks for no messages (no FLOW)::
     ACK (Cumulative, ledger:entry)      no request id: brokers differ on ACK_RESPONSE
     CLOSE_CONSUMER -> SUCCESS           the broker handles a connection's commands in
                                         order, so the ack was taken before this answer
+
+:func:`hold_subscription` keeps such a consumer attached: while it is, no other
+client can attach to the subscription (ConsumerBusy), which makes it a lock that
+the broker releases by itself when the holder's connection ends (its process died).
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ from ..net.lookup import LookupService
 from ..retry import Backoff, may_retry
 from .consumer import attach_consumer
 
-__all__ = ["acknowledge_cumulative", "ensure_subscription", "unsubscribe"]
+__all__ = [
+    "SubscriptionHold",
+    "acknowledge_cumulative",
+    "ensure_subscription",
+    "hold_subscription",
+    "unsubscribe",
+]
 
 
 class _Ignore:
@@ -52,9 +62,11 @@ def _attached(
     *,
     create_topic: bool = True,
     earliest: bool = True,
+    wait_busy: bool = True,
 ) -> tuple[Connection, Key]:
     """A consumer on the durable ``subscription``, retried until ``deadline``
-    (``create_topic=False``: a missing topic raises TopicNotFound, not created)."""
+    (``create_topic=False``: a missing topic raises TopicNotFound, not created;
+    ``wait_busy=False``: another consumer attached raises ConsumerBusy at once)."""
     if not subscription or subscription.startswith("reader-"):
         msg = f"subscription name {subscription!r} is empty or looks like a reader's"
         raise ClientError(msg)
@@ -79,7 +91,12 @@ def _attached(
         except PulsarError as exc:
             # ConsumerBusy (a previous attachment still being closed) is retried too.
             delay = backoff.next()
-            if not may_retry(exc) or time.monotonic() + delay > deadline:
+            busy = isinstance(exc, ServerError) and exc.code == pb.ConsumerBusy
+            if (
+                (busy and not wait_busy)
+                or not may_retry(exc)
+                or time.monotonic() + delay > deadline
+            ):
                 raise
             time.sleep(delay)
         else:
@@ -154,3 +171,66 @@ def unsubscribe(
     finally:
         conn.remove_handler(key)
     return True
+
+
+class SubscriptionHold:
+    """A consumer kept attached to a durable subscription (:func:`hold_subscription`);
+    a context manager that detaches it."""
+
+    def __init__(self, topic: TopicName, subscription: str, conn: Connection, key: Key) -> None:
+        self.topic, self.subscription = topic, subscription
+        self._conn, self._key = conn, key
+        self._attached = True
+
+    @property
+    def held(self) -> bool:
+        """Whether the consumer is still attached (its connection may have ended since)."""
+        return self._attached and not self._conn.closed
+
+    def release(self) -> None:
+        """Detaches the consumer; the subscription stays."""
+        if self._attached:
+            self._attached = False
+            if not self._conn.closed:
+                _detach(self._conn, self._key)
+
+    def delete(self) -> None:
+        """Deletes the subscription (through the held consumer), ending the hold."""
+        if not self.held:
+            msg = f"the hold of {self.subscription} on {self.topic} ended: cannot delete it"
+            raise ClientError(msg)
+        self._attached = False
+        try:
+            self._conn.request(
+                commands.unsubscribe(self._conn.new_id(IdKind.REQUEST), self._key.ident)
+            )
+        finally:
+            self._conn.remove_handler(self._key)
+
+    def __enter__(self) -> SubscriptionHold:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def hold_subscription(
+    lookup: LookupService,
+    topic: TopicName,
+    subscription: str,
+    *,
+    create: bool = True,
+    operation_timeout: float = 30.0,
+) -> SubscriptionHold:
+    """Attach to the durable ``subscription`` of ``topic`` (one partition), made at the
+    topic's end if it does not exist, and stay attached (see the module docstring).
+
+    Raises:
+        ServerError: ConsumerBusy at once when another client holds it; TopicNotFound
+            when the topic does not exist and not ``create``.
+    """
+    deadline = time.monotonic() + operation_timeout
+    conn, key = _attached(
+        lookup, topic, subscription, deadline, create_topic=create, earliest=False, wait_busy=False
+    )
+    return SubscriptionHold(topic, subscription, conn, key)

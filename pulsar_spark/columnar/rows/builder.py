@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pulsar_spark.protocol.batch import split_batch
 from pulsar_spark.protocol.entry import Entry
@@ -391,6 +390,8 @@ class ArrowBatchBuilder:
             ids = numbered(self._prefixes, np.array(self._item_counts, np.int64))
             if ids is not None:
                 return ids
+        import pyarrow.compute as pc  # (25 ms to load) a read of whole entries needs none
+
         return pc.binary_join_element_wise(
             pc.take(pa.array(self._prefixes, pa.string()), pa.array(row_entry)),
             pc.cast(pa.array(batch_indexes), pa.string()),

@@ -30,14 +30,17 @@ and topic.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from pulsar_spark.protocol.schemas.info import SchemaInfo, split_key_value
 from pulsar_spark.protocol.schemas.types import SchemaType
 
-from .avro.arrow_types import EnumMode, avro_arrow_type
-from .avro.schema import parse_avro
 from .errors import UnmappableSchema
+
+if TYPE_CHECKING:  # the Avro mapping loads with the first AVRO or JSON schema
+    from .avro.arrow_types import EnumMode
 
 __all__ = [
     "PRIMITIVE_TYPES",
@@ -77,6 +80,9 @@ def arrow_type(info: SchemaInfo, *, topic: str = "", enums: EnumMode = "string")
     if kind in PRIMITIVE_TYPES:
         return PRIMITIVE_TYPES[kind]
     if kind in (SchemaType.AVRO, SchemaType.JSON):
+        from .avro.arrow_types import avro_arrow_type
+        from .avro.schema import parse_avro
+
         return avro_arrow_type(parse_avro(info.data, topic=topic), topic=topic, enums=enums)
     if kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
         from .proto.decode import proto_plan

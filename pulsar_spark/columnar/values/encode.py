@@ -19,7 +19,7 @@ raises :class:`~.encode_errors.SchemaMismatch` naming the fields.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import pyarrow as pa
 
@@ -31,13 +31,12 @@ from pulsar_spark.protocol.schemas.info import (
 )
 from pulsar_spark.protocol.schemas.types import SchemaType
 
-from .arrow_types import primitive_schema_type
-from .avro.encode import AvroEncoder, Values, avro_schema_json, value_array
 from .encode_errors import SchemaMismatch
-from .json.encode import JsonEncoder
-from .key_value import inline_payloads
-from .primitive.encode import check_primitive, encode_primitive
-from .proto.encode import ProtoEncoder
+
+if TYPE_CHECKING:  # each schema type's encoder loads with the first encoder of that type
+    from .avro.encode import AvroEncoder, Values
+    from .json.encode import JsonEncoder
+    from .proto.encode import ProtoEncoder
 
 __all__ = [
     "KeyValueEncoder",
@@ -70,9 +69,13 @@ def writer_schema(
     Raises:
         UnmappableSchema: a type Avro cannot hold, naming the field.
     """
+    from .arrow_types import primitive_schema_type
+
     kind = primitive_schema_type(dtype)
     if kind is not None:
         return SchemaInfo.primitive(kind)
+    from .avro.encode import avro_schema_json
+
     definition = avro_schema_json(dtype, name=name, namespace=namespace, topic=topic)
     return SchemaInfo.json(definition) if struct == "JSON" else SchemaInfo.avro(definition)
 
@@ -118,12 +121,20 @@ class PayloadEncoder:
         kind = info.type
         self._struct: AvroEncoder | JsonEncoder | ProtoEncoder | None = None
         if kind is SchemaType.AVRO:
+            from .avro.encode import AvroEncoder
+
             self._struct = AvroEncoder(dtype, info.data, topic=topic)
         elif kind is SchemaType.JSON:
+            from .json.encode import JsonEncoder
+
             self._struct = JsonEncoder(dtype, info.data, topic=topic)
         elif kind in (SchemaType.PROTOBUF_NATIVE, SchemaType.PROTOBUF):
+            from .proto.encode import ProtoEncoder
+
             self._struct = ProtoEncoder(dtype, info, topic=topic)
         elif kind.is_primitive:
+            from .primitive.encode import check_primitive
+
             charset = info.properties.get("__charset", "UTF-8")
             if kind is SchemaType.STRING and charset.upper().replace("-", "") != "UTF8":
                 reason = f"STRING values in charset {charset} are not supported, only UTF-8"
@@ -142,6 +153,8 @@ class PayloadEncoder:
         """
         if self._struct is not None:
             return self._struct.encode(values)
+        from .primitive.encode import encode_primitive
+
         return encode_primitive(values, self.info.type, topic=self.topic)
 
 
@@ -183,6 +196,9 @@ class KeyValueEncoder:
             SchemaMismatch: values a half's schema cannot hold; keys and values of
                 different lengths.
         """
+        from .avro.encode import value_array
+        from .key_value import inline_payloads
+
         key_array, value_array_ = value_array(keys), value_array(values)
         if len(key_array) != len(value_array_):
             reason = f"{len(key_array)} keys but {len(value_array_)} values"

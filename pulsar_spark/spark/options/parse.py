@@ -13,23 +13,22 @@ here imports pyspark.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
-
-from pulsar_spark.client import ChunkLimits
-from pulsar_spark.protocol.ids.position import Position
-from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo
+from typing import TYPE_CHECKING, cast
 
 from ..errors import PulsarOptionError
-from . import migration, passthrough
-from .auth import AuthSpec, auth_spec
-from .crypto import KeySource
-from .keystore import Secret, check_key_store_options
-from .table import OPTIONS, Option, Scope, by_spelling, spellings
-from .values import OffsetSpec
+
+if TYPE_CHECKING:  # the table and parsers load to parse (on the driver), not to unpickle
+    from pulsar_spark.client import ChunkLimits
+    from pulsar_spark.protocol.schemas.info import KeyValueEncoding, SchemaInfo
+
+    from .auth import AuthSpec
+    from .crypto import KeySource
+    from .keystore import Secret
+    from .table import Option, Scope
+    from .values import OffsetSpec
 
 __all__ = [
     "PulsarOptions",
@@ -148,6 +147,8 @@ class PulsarOptions:
     def check_scope(self, scope: Scope) -> None:
         """Raise for an option given that applies nowhere in ``scope`` (the flags of what
         is being built: ``Scope.BATCH_READ``, ``Scope.READ``, ``Scope.WRITE``, ...)."""
+        from .table import by_spelling
+
         for name in self.given:
             option = by_spelling(name)
             assert option is not None
@@ -157,6 +158,8 @@ class PulsarOptions:
     @property
     def chunk_limits(self) -> ChunkLimits:
         """The bounds of incomplete chunked messages the three chunk options give."""
+        from pulsar_spark.client import ChunkLimits
+
         return ChunkLimits(
             self.max_pending_chunked_messages, self.chunk_expiry, self.drop_incomplete_chunks
         )
@@ -165,6 +168,11 @@ class PulsarOptions:
         """These options as a stream reads them: stream defaults for options not given;
         partitions a start's JSON leaves out start where a stream starts, at the latest
         message (as StreamNative's streams do)."""
+        from pulsar_spark.protocol.ids.position import Position
+
+        from .table import OPTIONS
+        from .values import OffsetSpec
+
         changes: dict[str, object] = {
             o.field: o.parse(o.name, o.stream_default)
             for o in OPTIONS
@@ -178,6 +186,8 @@ class PulsarOptions:
 
 
 def _out_of_scope(option: Scope, scope: Scope) -> str:
+    from .table import Scope
+
     if not option & Scope.WRITE and not scope & Scope.READ:
         return "applies to reads only, not to writes"
     if not option & Scope.READ and not scope & Scope.WRITE:
@@ -190,6 +200,10 @@ def _out_of_scope(option: Scope, scope: Scope) -> str:
 
 
 def _unknown(name: str) -> PulsarOptionError:
+    import difflib
+
+    from .table import OPTIONS, by_spelling, spellings
+
     names = sorted({o.name for o in OPTIONS})
     close = difflib.get_close_matches(name.lower(), spellings(), n=1)
     found = by_spelling(close[0]) if close else None
@@ -200,6 +214,8 @@ def _unknown(name: str) -> PulsarOptionError:
 def _given(raw: Mapping[str, str]) -> dict[str, str]:
     """Canonical name -> text of each option given; unknown names and an option given
     under two spellings are errors."""
+    from .table import by_spelling
+
     values: dict[str, str] = {}
     spelled: dict[str, str] = {}
     implied: list[tuple[str, str, str]] = []  # (our option, value, the foreign key)
@@ -246,6 +262,9 @@ def _paths(key: str, value: object) -> list[str]:
 def _foreign(key: str, value: str) -> dict[str, str]:
     """Another connector's option, a Java client field under a passthrough prefix, or
     an error (:mod:`.migration`, :mod:`.passthrough`)."""
+    from . import migration, passthrough
+    from .table import OPTIONS
+
     instead = migration.resolve(key, value)
     if instead is not None:
         return instead
@@ -286,6 +305,11 @@ def parse_options(raw: Mapping[str, str]) -> PulsarOptions:
     Raises:
         PulsarOptionError: naming the option at fault.
     """
+    from .auth import auth_spec
+    from .keystore import check_key_store_options
+    from .table import OPTIONS
+    from .values import OffsetSpec
+
     given = _given(raw)
     _check_exclusive(given)
     values = {option.name: _value(option, given.get(option.name)) for option in OPTIONS}
