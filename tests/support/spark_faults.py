@@ -396,6 +396,13 @@ class HangingWriter(PulsarArrowWriter):
         super().commit(messages)
 
 
+def _as(cls: type[PulsarArrowWriter], base: PulsarArrowWriter) -> PulsarArrowWriter:
+    """The pulsar batch writer ``base`` (as the driver planned it) made a ``cls``."""
+    made = cls(base.options, base.columns, base.plans, base.sink)
+    made.owner, made.registry_from = base.owner, base.registry_from
+    return made
+
+
 class Killing(PulsarDataSource):
     """``pulsar_killing``: see the module docstring."""
 
@@ -412,10 +419,7 @@ class Killing(PulsarDataSource):
         return KillingStreamReader(base.options, base.read_schema, schema)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        base = super().writer(schema, overwrite)
-        killing = KillingWriter(base.options, base.columns, base.plans, base.sink)
-        killing.owner, killing.registry_from = base.owner, base.registry_from
-        return killing
+        return _as(KillingWriter, super().writer(schema, overwrite))
 
 
 class Slow(PulsarDataSource):
@@ -426,10 +430,7 @@ class Slow(PulsarDataSource):
         return "pulsar_slow"
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        base = super().writer(schema, overwrite)
-        slow = SlowWriter(base.options, base.columns, base.plans, base.sink)
-        slow.owner, slow.registry_from = base.owner, base.registry_from
-        return slow
+        return _as(SlowWriter, super().writer(schema, overwrite))
 
 
 class Paced(PulsarDataSource):
@@ -440,10 +441,7 @@ class Paced(PulsarDataSource):
         return "pulsar_paced"
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        base = super().writer(schema, overwrite)
-        paced = PacedWriter(base.options, base.columns, base.plans, base.sink)
-        paced.owner, paced.registry_from = base.owner, base.registry_from
-        return paced
+        return _as(PacedWriter, super().writer(schema, overwrite))
 
 
 class Hanging(PulsarDataSource):
@@ -454,10 +452,7 @@ class Hanging(PulsarDataSource):
         return "pulsar_hanging"
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        base = super().writer(schema, overwrite)
-        hanging = HangingWriter(base.options, base.columns, base.plans, base.sink)
-        hanging.owner, hanging.registry_from = base.owner, base.registry_from
-        return hanging
+        return _as(HangingWriter, super().writer(schema, overwrite))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         base = super().streamWriter(schema, overwrite)
