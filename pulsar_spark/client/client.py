@@ -314,7 +314,9 @@ class PulsarClient:
         when this client's connection ends.
 
         Raises:
-            ServerError: ConsumerBusy, at once, when another client holds it.
+            ServerError: ConsumerBusy, at once, when another client holds it (pulsar-lite
+                closes the connection instead: ConnectionClosed after the operation
+                timeout's retries).
         """
         from .read.subscription import hold_subscription
 
