@@ -157,17 +157,7 @@ def test_a_speculative_copy_wins_and_the_stragglers_rows_never_show(
     t0 = time.monotonic()
     with StandaloneCluster(tmp_path / "cluster") as cluster:
         job["master"] = cluster.url
-        job["conf"] = {
-            "spark.speculation": "true",
-            "spark.speculation.interval": "100ms",
-            "spark.speculation.quantile": "0.5",
-            "spark.speculation.multiplier": "1.5",
-            "spark.speculation.minTaskRuntime": "2s",
-            "spark.executor.memory": "512m",
-            "spark.executorEnv.PYTHONPATH": str(REPO),
-            f"spark.executorEnv.{FAULT_DIR}": str(control),
-            "spark.pyspark.python": sys.executable,
-        }
+        job["conf"] = _speculating(control)
         started = time.monotonic() - t0
         with Driver(job, control) as driver:
             result = driver.wait(300)
@@ -390,6 +380,95 @@ def test_a_python_worker_killed_in_a_stream_leaves_nothing_twice(
     assert multiset_gaps([v.decode() for v in sent], java) == EXACT
 
 
+def _speculating(control: Path) -> dict[str, str]:
+    """Spark settings of a job on a :class:`StandaloneCluster`: speculation on (a task
+    that runs 1.5x the median, and 2 s, once half its stage is done), the fault formats
+    importable by the executors' Python workers."""
+    return {
+        "spark.speculation": "true",
+        "spark.speculation.interval": "100ms",
+        "spark.speculation.quantile": "0.5",
+        "spark.speculation.multiplier": "1.5",
+        "spark.speculation.minTaskRuntime": "2s",
+        "spark.executor.memory": "512m",
+        "spark.executorEnv.PYTHONPATH": str(REPO),
+        f"spark.executorEnv.{FAULT_DIR}": str(control),
+        "spark.pyspark.python": sys.executable,
+    }
+
+
 def _copy_job(url: str, source: str, target: str, checkpoint: Path) -> dict:
     """A stream ``source`` -> ``target`` (key and value) with an exactly-once sink."""
     return copy_job(url, source, target, checkpoint, sink_options=EXACTLY_ONCE)
+
+
+@pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
+def test_a_speculative_copy_in_a_stream_leaves_the_stragglers_rows_out(
+    apache_pulsar_txn, topic_name, tmp_path, record_property
+) -> None:
+    # As the batch test above, in a micro-batch: the straggler's transaction, registered
+    # under the query and the micro-batch, is aborted when the micro-batch commits.
+    url = apache_pulsar_txn.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    apache_pulsar_txn.admin.create_partitioned_topic(source, 4)
+    sent = [b"q%05d" % i for i in range(2000)]
+    produce(url, source, sent, batching_max_messages=50)
+    control = tmp_path / "control"
+    job = _copy_job(url, source, target, tmp_path / "checkpoint")
+    job["trigger"] = {"availableNow": True}
+    job["sink_format"] = "pulsar_slow"
+    job["source_options"]["maxRecordsPerTrigger"] = "1000"
+    t0 = time.monotonic()
+    with StandaloneCluster(tmp_path / "cluster") as cluster:
+        job["master"] = cluster.url
+        job["conf"] = _speculating(control)
+        with Driver(job, control) as driver:
+            result = driver.wait(300)
+            aborted = driver.count("aborting 1 transactions of task attempts")
+    assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
+    assert (control / "slow-write").exists()
+    assert (control / "attempt-0-1").exists(), "no second attempt of partition 0 ran"
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    java = java_consume_all(url, target, idle=3)
+    figure(record_property, "exactly_once_stream_speculation", produced=len(sent),
+           sink_rows=len(got), **gaps, java_rows=len(java), stragglers_aborted=aborted,
+           test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert gaps == EXACT
+    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert aborted == 1
+
+
+@pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
+def test_a_broker_killed_under_an_exactly_once_stream_leaves_each_row_once(
+    fresh_apache_pulsar, topic_name, tmp_path, record_property
+) -> None:
+    # SIGKILL of the broker (its bookie and ZooKeeper with it) while the query works
+    # through a backlog, then a start: tasks in flight fail and are retried in new
+    # transactions, the driver's commits wait for the broker; each row once.
+    broker = fresh_apache_pulsar(variant="txn")
+    url = broker.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    broker.admin.create_partitioned_topic(source, 2)
+    sent = [b"x%05d" % i for i in range(2000)]
+    produce(url, source, sent, batching_max_messages=20)
+    job = _copy_job(url, source, target, tmp_path / "checkpoint")
+    job["timeout"] = 400
+    t0 = time.monotonic()
+    with Driver(job, tmp_path / "control") as driver:
+        driver.wait_until(lambda: len(_values(url, target)) >= 300, 180, "300 rows committed")
+        broker.kill()
+        time.sleep(2)
+        restart = broker.start()
+        driver.stop_when_caught_up()
+        result = driver.wait(300)
+        lost_tasks = driver.count("Lost task")
+    assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    java = java_consume_all(url, target, idle=3)
+    figure(record_property, "exactly_once_stream_broker_killed", produced=len(sent),
+           sink_rows=len(got), **gaps, java_rows=len(java), restart_seconds=round(restart, 1),
+           lost_tasks=lost_tasks, test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert gaps == EXACT
+    assert multiset_gaps([v.decode() for v in sent], java) == EXACT

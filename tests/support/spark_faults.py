@@ -29,10 +29,11 @@ them by name; the driver's ``PYTHONPATH`` holds the repository):
     acknowledged) its first Arrow batch: a worker dying mid-write (once per control
     directory).
 ``pulsar_slow``
-    the pulsar batch sink whose every task attempt writes ``attempt-<partition>-<attempt>``,
-    and whose first attempt of partition 0, once it has sent (and had acknowledged) its
-    first Arrow batch, writes ``slow-write`` and sleeps for ``$PULSAR_FAULT_SLOW_SECONDS``
-    (120 s): a straggler for Spark's speculation to overtake.
+    the pulsar batch or stream sink whose every task attempt writes
+    ``attempt-<partition>-<attempt>``, and whose first attempt of partition 0, once it has
+    sent (and had acknowledged) its first Arrow batch, writes ``slow-write`` and sleeps for
+    ``$PULSAR_FAULT_SLOW_SECONDS`` (120 s; once per control directory): a straggler for
+    Spark's speculation to overtake.
 ``pulsar_paced``
     the pulsar batch sink whose first attempt of partition 0 writes ``sending`` once it
     has sent its first Arrow batch, and sleeps ``$PULSAR_FAULT_PACE_SECONDS`` (0.5 s)
@@ -348,20 +349,32 @@ class KillingWriter(PulsarArrowWriter):
         return sent
 
 
-class SlowWriter(PulsarArrowWriter):
+class _Straggling:
+    """``pulsar_slow``'s sending (a mixin before a pulsar writer)."""
+
     def _send(self, producer: Any, table: Any) -> int:
         from pyspark import TaskContext
 
-        sent = super()._send(producer, table)
+        sent = super()._send(producer, table)  # type: ignore[misc]
         context = TaskContext.get()
         if context is None:
-            return sent
+            return int(sent)
         _claim(f"attempt-{context.partitionId()}-{context.attemptNumber()}")
         if context.partitionId() == 0 and context.attemptNumber() == 0:
             producer.flush()  # these rows are at the broker (in the attempt's transaction)
             if _claim("slow-write"):
                 time.sleep(float(os.environ.get(SLOW_SECONDS, "120")))
-        return sent
+        return int(sent)
+
+
+class SlowWriter(_Straggling, PulsarArrowWriter):
+    pass
+
+
+class SlowStreamWriter(_Straggling, PulsarStreamWriter):
+    def commit(self, messages: list[Any], batchId: int) -> None:  # type: ignore[override]
+        logging.basicConfig(level=logging.INFO)  # this commit worker's logs, in the driver's
+        super().commit(messages, batchId)
 
 
 class PacedWriter(PulsarArrowWriter):
@@ -432,6 +445,10 @@ class Slow(PulsarDataSource):
     def writer(self, schema: Any, overwrite: bool) -> Any:
         return _as(SlowWriter, super().writer(schema, overwrite))
 
+    def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        base = super().streamWriter(schema, overwrite)
+        return SlowStreamWriter(base.options, base.columns, base.plans)
+
 
 class Paced(PulsarDataSource):
     """``pulsar_paced``: see the module docstring."""
@@ -456,9 +473,7 @@ class Hanging(PulsarDataSource):
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         base = super().streamWriter(schema, overwrite)
-        hanging = HangingStreamWriter(base.options, base.columns, base.plans)
-        hanging.registry_from = base.registry_from
-        return hanging
+        return HangingStreamWriter(base.options, base.columns, base.plans)
 
 
 def _session(master: str, conf: dict[str, str] | None) -> Any:

@@ -14,8 +14,10 @@ in a topic of the query's own (``transactionLogTopic``)::
 and its commit of micro-batch ``b`` goes:
 
 1. the transactions the query's tasks registered for ``b`` (:mod:`..txn_registry`)
-   since the last record's ``after`` are read: those of task attempts that died or
-   lost are aborted (none of their rows ever shows, nor holds readers back).
+   since the last record's ``after`` (before the query's first record: all the
+   registry holds, which the query's own subscription keeps from its first task on)
+   are read: those of task attempts that died or lost are aborted (none of their rows
+   ever shows, nor holds readers back).
 2. the log's last record says ``b`` (or later): this is a replay. Its recorded
    transactions are committed (again: one the coordinator no longer knows was
    committed before, as a commit whose answer was lost), and this run's
@@ -138,14 +140,12 @@ def commit_batch(
     topic: str,
     record: Record,
     registry: Registry,
-    registry_from: MessageId | None,
 ) -> None:
     """Commits micro-batch ``record.batch``'s transactions, once across replays (see
-    the module docstring). ``registry_from``: where the transaction registry ended when
-    the query started (read from there when the log has no record yet)."""
+    the module docstring)."""
     commit_log = CommitLog(client, topic)
     found = commit_log.last()
-    start = registry_from
+    start = None  # the query's first commit: its subscription keeps all its records
     if found is not None and found[1].after is not None:
         start = MessageId.parse(found[1].after)
     opened, last = registry.opened(client, start, record.query, record.batch)

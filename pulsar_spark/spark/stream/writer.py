@@ -37,7 +37,6 @@ import pyarrow as pa
 
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.txn import Transaction
-from pulsar_spark.protocol.ids.message_id import MessageId
 
 from ..compat import require_spark
 from ..connect import open_client
@@ -97,16 +96,12 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
     def _transactional(self) -> bool:
         return self.options.delivery_guarantee == EXACTLY_ONCE
 
-    #: Exactly-once: where the transaction registry ended when the query started.
-    registry_from: MessageId | None = None
-
     def check(self) -> None:
-        """On the driver, as the query starts: an exactly-once stream knows where its
-        commit log goes, and notes where the transaction registry ends."""
+        """On the driver, as the query starts and at each micro-batch's commit (Spark
+        makes the writer again for it): an exactly-once stream knows where its commit
+        log goes."""
         if self._transactional:
             log_topic(self.options.transaction_log_topic, self.options.topic, "query")
-            with open_client(self.options, reuse=False) as client:
-                self.registry_from = self._registry().position(client)
 
     def _announce(self, client: PulsarClient, txn: Transaction) -> None:
         query, _, batch = self._task()
@@ -152,7 +147,7 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
             topic = log_topic(self.options.transaction_log_topic, self.options.topic, query)
             with open_client(self.options, reuse=False) as client:
                 record = Record(query, batchId, txns)
-                commit_batch(client, topic, record, self._registry(), self.registry_from)
+                commit_batch(client, topic, record, self._registry())
             log.info(
                 "pulsar stream sink: micro-batch %d, %d messages committed in %d transactions",
                 batchId,
