@@ -126,8 +126,10 @@ class CommitLog:
 
     def append(self, record: Record, previous: MessageId | None) -> None:
         """Writes ``record`` (acknowledged by the broker when this returns), then lets
-        retention take the records before it."""
-        self.client.ensure_subscription(self.topic, SUBSCRIPTION)
+        retention take the records before it. The log's subscription is made before its
+        first record; after that, each acknowledgement keeps it (or makes it again)."""
+        if previous is None:
+            self.client.ensure_subscription(self.topic, SUBSCRIPTION)
         with self.client.create_producer(self.topic, batching=False) as producer:
             producer.send(record.encode())
             producer.flush()
