@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,8 +101,8 @@ class _Course:
 
     hold_ms: int | None = None
     timeout_ms: int = 0
-    decided_ms: int | None = None
-    commit: list[str] = field(default_factory=list)
+    #: The decision's transactions (None: no decision recorded).
+    commit: list[str] | None = None
     done: bool = False
 
 
@@ -189,13 +189,23 @@ class Registry:
 
     def decided(self, client: PulsarClient, owner: str, after: MessageId | None) -> bool:
         """Whether ``owner`` recorded a commit decision after ``after``."""
+        return any(
+            record and record["owner"] == owner and "commit" in record
+            for _, _, record in self._records(client, after)
+        )
+
+    def _records(
+        self, client: PulsarClient, after: MessageId | None
+    ) -> Iterator[tuple[MessageId, int, dict[str, Any] | None]]:
+        """(id, publish time in µs, record or None when not one) of each message after
+        ``after`` (None: from the start)."""
         start = "earliest" if after is None else after
         for rows in client.read_batches(self.topic, start=start, start_inclusive=False):
-            for value in rows.column("value").to_pylist():
-                record = _record(value)
-                if record and record["owner"] == owner and "commit" in record:
-                    return True
-        return False
+            ids = rows.column("messageId").to_pylist()
+            times = rows.column("publishTime").cast("int64").to_pylist()
+            values = rows.column("value").to_pylist()
+            for message_id, at, value in zip(ids, times, values, strict=True):
+                yield MessageId.parse(message_id), at, _record(value)
 
     def _append(self, client: PulsarClient, record: dict[str, Any]) -> None:
         """Stores ``record``; returns once the broker has it."""
@@ -211,46 +221,39 @@ class Registry:
         (``after`` when nothing came)."""
         found: list[str] = []
         last = after
-        start = "earliest" if after is None else after
-        for rows in client.read_batches(self.topic, start=start, start_inclusive=False):
-            ids = rows.column("messageId").to_pylist()
-            for value, message_id in zip(rows.column("value").to_pylist(), ids, strict=True):
-                last = MessageId.parse(message_id)
-                record = _record(value)
-                # A stream's earlier micro-batches that aborted count too: their
-                # transactions are as orphaned as those of a dead attempt.
-                if (
-                    record
-                    and "txn" in record
-                    and record["owner"] == owner
-                    and int(record["batch"]) <= batch
-                ):
-                    found.append(str(record["txn"]))
+        for message_id, _, record in self._records(client, after):
+            last = message_id
+            # A stream's earlier micro-batches that aborted count too: their
+            # transactions are as orphaned as those of a dead attempt.
+            if (
+                record
+                and "txn" in record
+                and record["owner"] == owner
+                and int(record["batch"]) <= batch
+            ):
+                found.append(str(record["txn"]))
         return found, last
 
     def recover(self, client: PulsarClient, me: str) -> list[Recovered]:
         """Finishes the interrupted commits of other batch jobs, and deletes the
         subscriptions of dead ones (see the module docstring); what it did, by job."""
         courses: dict[str, _Course] = {}
-        for rows in client.read_batches(self.topic):
-            times = rows.column("publishTime").cast("int64").to_pylist()  # microseconds
-            for value, at in zip(rows.column("value").to_pylist(), times, strict=True):
-                record = _record(value)
-                if record is None or record["owner"] == me or int(record["batch"]) != -1:
-                    continue
-                course = courses.setdefault(str(record["owner"]), _Course())
-                if "hold" in record:
-                    course.hold_ms, course.timeout_ms = at // 1000, int(record["hold"])
-                elif "commit" in record:
-                    course.decided_ms, course.commit = at // 1000, list(record["commit"])
-                elif "done" in record:
-                    course.done = True
+        for _, at, record in self._records(client, None):
+            if record is None or record["owner"] == me or int(record["batch"]) != -1:
+                continue
+            course = courses.setdefault(str(record["owner"]), _Course())
+            if "hold" in record:
+                course.hold_ms, course.timeout_ms = at // 1000, int(record["hold"])
+            elif "commit" in record:
+                course.commit = list(record["commit"])
+            elif "done" in record:
+                course.done = True
         now_ms = time.time() * 1000
         found = []
         for owner, course in courses.items():
             if course.done:
                 continue
-            if course.decided_ms is not None:
+            if course.commit is not None:
                 recovered = self._finish_commit(client, owner, course.commit)
             elif course.hold_ms is not None and (
                 now_ms - course.hold_ms >= course.timeout_ms + ABANDONED_AFTER * 1000
