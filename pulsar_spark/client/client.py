@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import logging
 import re
-import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
-
-from pulsar_spark.protocol.errors import PulsarError
 
 from .auth import NoAuthentication
 from .config import DEFAULT_READ_BUFFER_BYTES, ClientConfig, TlsOptions
@@ -43,8 +39,6 @@ if TYPE_CHECKING:  # the rest loads where it is used: a write imports no read pa
 __all__ = [
     "PulsarClient",
 ]
-
-_log = logging.getLogger(__name__)
 
 
 class PulsarClient:
@@ -371,19 +365,10 @@ class PulsarClient:
 
     def _partitions_retried(self, name: TopicName) -> int:
         """Partition count of ``name``, retried as :func:`.retry.classify` allows."""
-        from .retry import Action, Backoff, classify
+        from .retry import retried
 
-        deadline = time.monotonic() + self._lookup.config.operation_timeout
-        backoff = Backoff()
-        while True:
-            try:
-                return self._lookup.partitions(name)
-            except PulsarError as exc:  # noqa: PERF203 (a retry loop)
-                delay = backoff.next()
-                if classify(exc) is Action.FATAL or time.monotonic() + delay > deadline:
-                    raise
-                _log.info("partitions of %s: %s; again in %.1f s", name, exc, delay)
-                time.sleep(delay)
+        timeout = self._lookup.config.operation_timeout
+        return retried(lambda: self._lookup.partitions(name), timeout, f"partitions of {name}")
 
     def create_producer(
         self,

@@ -22,12 +22,20 @@ attempts by its own deadline.
 from __future__ import annotations
 
 import enum
+import logging
 import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
 from pulsar_spark.protocol.errors import PulsarError, ServerError
 
-__all__ = ["Action", "Backoff", "classify", "may_retry"]
+__all__ = ["Action", "Backoff", "classify", "may_retry", "retried"]
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: Broker codes that mean a name is still held by an attachment being closed.
 _BUSY = frozenset({pb.ProducerBusy, pb.ConsumerBusy})
@@ -73,3 +81,20 @@ class Backoff:
 
     def reset(self) -> None:
         self._next = self.initial
+
+
+def retried(call: Callable[[], _T], timeout: float, what: str, *, maximum: float = 60.0) -> _T:
+    """``call()``, made again after a :class:`Backoff` delay (up to ``maximum`` s) while
+    :func:`classify` allows, until ``timeout`` seconds have passed; then its last error.
+    Each retry is logged (INFO), naming ``what``."""
+    deadline = time.monotonic() + timeout
+    backoff = Backoff(maximum=maximum)
+    while True:
+        try:
+            return call()
+        except PulsarError as exc:  # noqa: PERF203 (a retry loop)
+            delay = backoff.next()
+            if classify(exc) is Action.FATAL or time.monotonic() + delay > deadline:
+                raise
+            log.info("%s: %s; again in %.1f s", what, exc, delay)
+            time.sleep(delay)

@@ -51,7 +51,7 @@ from .names import TopicName, parse_topic
 from .net.connection import Connection
 from .net.dispatch import IdKind
 from .net.lookup import LookupService
-from .retry import Action, Backoff, classify
+from .retry import Action, Backoff, classify, retried
 
 __all__ = [
     "ASSIGN_TOPIC",
@@ -124,22 +124,18 @@ class Coordinators:
     def _assign_partitions(self) -> int:
         """The assign topic's partition count, asked again while the failure allows
         (a broker restarting), until the operation timeout."""
-        deadline = time.monotonic() + self.operation_timeout
-        backoff = Backoff(maximum=2.0)
-        while True:
-            try:
-                return self.lookup.partitions(parse_topic(ASSIGN_TOPIC))
-            except ServerError as exc:
-                if exc.code == pb.TopicNotFound:
-                    raise self._unavailable(str(exc)) from exc
-                failure: PulsarError = exc
-            except PulsarError as exc:
-                failure = exc
-            delay = backoff.next()
-            if classify(failure) is Action.FATAL or time.monotonic() + delay > deadline:
-                raise failure
-            log.info("coordinator lookup: %s; again in %.1f s", failure, delay)
-            time.sleep(delay)
+        assign = parse_topic(ASSIGN_TOPIC)
+        try:
+            return retried(
+                lambda: self.lookup.partitions(assign),
+                self.operation_timeout,
+                "coordinator lookup",
+                maximum=2.0,
+            )
+        except ServerError as exc:
+            if exc.code != pb.TopicNotFound:
+                raise
+            raise self._unavailable(str(exc)) from exc
 
     def new_transaction(self, timeout: float) -> Transaction:
         """A new transaction, aborted by its coordinator ``timeout`` seconds from now
