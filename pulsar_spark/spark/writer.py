@@ -67,6 +67,7 @@ __all__ = [
     "check_columns",
     "check_transactions",
     "end_transactions",
+    "txns_of",
     "plan_topic_writes",
 ]
 
@@ -193,31 +194,27 @@ def check_transactions(options: PulsarOptions) -> None:
             raise PulsarOptionError(option, why) from exc
 
 
-def end_transactions(
-    options: PulsarOptions, messages: list[WriterCommitMessage | None], *, commit: bool
-) -> int:
-    """Commits (or aborts) the transactions of the tasks' ``messages``, on the driver;
-    how many. A commit that fails raises, naming the transactions committed before it
-    and those left (they time out)."""
-    ids = [m.txn for m in messages if isinstance(m, PulsarCommitMessage) and m.txn]
-    if not ids:
-        return 0
-    done: list[str] = []
-    with open_client(options, reuse=False) as client:
-        if not commit:
-            return abort_all(client, ids)
-        for i, txn in enumerate(ids):
-            try:
-                client.transaction(txn).commit()
-            except PulsarError as exc:
-                msg = (
-                    f"committing transaction {txn} failed: {exc}. Committed before it: "
-                    f"{done or 'none'}; not committed yet: "
-                    f"{ids[i:]}"
-                )
-                raise PulsarWriteError(msg) from exc
-            done.append(txn)
-    return len(done)
+def txns_of(messages: list[WriterCommitMessage | None]) -> list[str]:
+    """The transactions the tasks' commit messages name."""
+    return [m.txn for m in messages if isinstance(m, PulsarCommitMessage) and m.txn]
+
+
+def end_transactions(client: PulsarClient, txns: list[str], *, commit: bool) -> int:
+    """Commits (or aborts) the tasks' transactions ``txns``, on the driver; how many. A
+    commit that fails raises, naming the transactions committed before it and those
+    left."""
+    if not commit:
+        return abort_all(client, txns)
+    for i, txn in enumerate(txns):
+        try:
+            client.transaction(txn).commit()
+        except PulsarError as exc:  # noqa: PERF203 - one commit after another
+            msg = (
+                f"committing transaction {txn} failed: {exc}. Committed before it: "
+                f"{txns[:i] or 'none'}; not committed yet: {txns[i:]}"
+            )
+            raise PulsarWriteError(msg) from exc
+    return len(txns)
 
 
 def _event_time_ms(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -338,33 +335,28 @@ class PulsarArrowWriter(DataSourceArrowWriter):
             topic, compression=o.compression, batching=o.batching, **options
         )
 
-    def _end_orphans(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Aborts the job's registered transactions that no commit message names (task
+    def _end_orphans(self, client: PulsarClient, owner: str, txns: list[str]) -> None:
+        """Aborts the job's registered transactions that are not ``txns`` (those of task
         attempts that died or lost)."""
-        if self.owner is None:
-            return
-        registry = self._registry()
-        kept = {m.txn for m in messages if isinstance(m, PulsarCommitMessage) and m.txn}
-        with open_client(self.options, reuse=False) as client:
-            opened, _ = registry.opened(client, self.registry_from, self.owner, -1)
-            orphans = [txn for txn in opened if txn not in kept]
-            abort_all(client, orphans)
-            if orphans:
-                log.warning(
-                    "pulsar sink: aborted %d transactions of task attempts that did not finish: %s",
-                    len(orphans),
-                    orphans,
-                )
+        opened, _ = self._registry().opened(client, self.registry_from, owner, -1)
+        kept = set(txns)
+        orphans = [txn for txn in opened if txn not in kept]
+        abort_all(client, orphans)
+        if orphans:
+            log.warning(
+                "pulsar sink: aborted %d transactions of task attempts that did not finish: %s",
+                len(orphans),
+                orphans,
+            )
 
-    def _commit_decided(self, owner: str, messages: list[WriterCommitMessage | None]) -> int:
+    def _commit_decided(self, client: PulsarClient, owner: str, txns: list[str]) -> int:
         """Commits the tasks' transactions holding the job's registry subscription,
         after recording the decision (see :mod:`.txn_registry`); how many."""
         registry = self._registry()
-        txns = [m.txn for m in messages if isinstance(m, PulsarCommitMessage) and m.txn]
-        with open_client(self.options, reuse=False) as client, registry.lock(client, owner) as hold:
+        with registry.lock(client, owner) as hold:
             registry.decide(client, owner, txns)
             try:
-                count = end_transactions(self.options, messages, commit=True)
+                count = end_transactions(client, txns, commit=True)
             except PulsarWriteError as exc:
                 msg = (
                     f"{exc}. The commit of job {owner} is recorded in {registry.topic}: the "
@@ -374,10 +366,6 @@ class PulsarArrowWriter(DataSourceArrowWriter):
                 raise PulsarWriteError(msg) from exc
             registry.finish(client, owner, "committed", hold)
         return count
-
-    def _was_decided(self, owner: str) -> bool:
-        with open_client(self.options, reuse=False) as client:
-            return self._registry().decided(client, owner, self.registry_from)
 
     def _routed(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.Table]]:
         """(topic, rows to send there), the rows as send_batch takes them."""
@@ -457,11 +445,13 @@ class PulsarArrowWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
         if self.options.delivery_guarantee == EXACTLY_ONCE:
-            self._end_orphans(messages)
-            if self.owner is None:  # a writer that prepare() never saw: no registry
-                count = end_transactions(self.options, messages, commit=True)
-            else:
-                count = self._commit_decided(self.owner, messages)
+            txns = txns_of(messages)
+            with open_client(self.options, reuse=False) as client:
+                if self.owner is None:  # a writer that prepare() never saw: no registry
+                    count = end_transactions(client, txns, commit=True)
+                else:
+                    self._end_orphans(client, self.owner, txns)
+                    count = self._commit_decided(client, self.owner, txns)
             log.info("pulsar sink: %d messages committed in %d transactions", rows, count)
             return
         log.info("pulsar sink: %d messages acknowledged", rows)
@@ -469,19 +459,23 @@ class PulsarArrowWriter(DataSourceArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         rows = sum(m.rows for m in messages if isinstance(m, PulsarCommitMessage))
         if self.options.delivery_guarantee == EXACTLY_ONCE:
-            if self.owner is not None and self._was_decided(self.owner):
-                log.error(
-                    "pulsar sink: job aborted after its commit was decided: its transactions "
-                    "are not aborted; the next exactly-once batch job writing to %s commits "
-                    "those left (see the commit's error)",
-                    self._registry().topic,
-                )
-                return
-            self._end_orphans(messages)
-            count = end_transactions(self.options, messages, commit=False)
-            if self.owner is not None:
-                with open_client(self.options, reuse=False) as client:
-                    self._registry().finish(client, self.owner, "aborted")
+            txns = txns_of(messages)
+            registry = self._registry()
+            with open_client(self.options, reuse=False) as client:
+                if self.owner is None:
+                    count = end_transactions(client, txns, commit=False)
+                elif registry.decided(client, self.owner, self.registry_from):
+                    log.error(
+                        "pulsar sink: job aborted after its commit was decided: its "
+                        "transactions are not aborted; the next exactly-once batch job "
+                        "writing to %s commits those left (see the commit's error)",
+                        registry.topic,
+                    )
+                    return
+                else:
+                    self._end_orphans(client, self.owner, txns)
+                    count = end_transactions(client, txns, commit=False)
+                    registry.finish(client, self.owner, "aborted")
             log.warning(
                 "pulsar sink: job aborted; %d transactions of finished tasks aborted (%d "
                 "messages never visible)",

@@ -67,7 +67,6 @@ from typing import Any
 
 from pulsar_spark import PulsarDataSource
 from pulsar_spark.spark import reader, writer
-from pulsar_spark.spark.connect import open_client
 from pulsar_spark.spark.reader import PulsarBatchReader
 from pulsar_spark.spark.stream import reader as stream_reader
 from pulsar_spark.spark.stream.reader import PulsarStreamReader
@@ -389,12 +388,10 @@ class PacedWriter(PulsarArrowWriter):
         return sent
 
 
-def _commit_one_then_hang(options: Any, messages: list[Any], *, commit: bool) -> int:
+def _commit_one_then_hang(client: Any, txns: list[str], *, commit: bool) -> int:
     """``end_transactions`` of a driver that dies midway: the first transaction
     committed, then ``committing-job`` written and a hang."""
-    first = next(m.txn for m in messages if getattr(m, "txn", None))
-    with open_client(options, reuse=False) as client:
-        client.transaction(first).commit()
+    client.transaction(txns[0]).commit()
     _claim("committing-job")
     time.sleep(600)  # until the test kills the driver
     return 1

@@ -41,7 +41,13 @@ from pulsar_spark.client.txn import Transaction
 from ..compat import require_spark
 from ..connect import open_client
 from ..errors import StreamWriteError
-from ..writer import EXACTLY_ONCE, PulsarArrowWriter, PulsarCommitMessage, end_transactions
+from ..writer import (
+    EXACTLY_ONCE,
+    PulsarArrowWriter,
+    PulsarCommitMessage,
+    end_transactions,
+    txns_of,
+)
 from .commit_log import Record, commit_batch, log_topic
 
 require_spark("streaming writes to Pulsar (DataSourceStreamArrowWriter)", (4, 1))
@@ -161,7 +167,8 @@ class PulsarStreamWriter(PulsarArrowWriter, DataSourceStreamArrowWriter):
         self, messages: list[WriterCommitMessage | None], batchId: int
     ) -> None:
         if self._transactional:
-            count = end_transactions(self.options, messages, commit=False)
+            with open_client(self.options, reuse=False) as client:
+                count = end_transactions(client, txns_of(messages), commit=False)
             log.warning(
                 "pulsar stream sink: micro-batch %d aborted; %d transactions aborted",
                 batchId,
