@@ -177,8 +177,36 @@ def test_a_speculative_copy_wins_and_the_stragglers_rows_never_show(
     assert aborted >= 1  # under load, Spark may overtake other slow tasks too
 
 
+def _gave_up_on_the_broker(result: dict, driver: Driver) -> bool:
+    """Whether the job failed only because the broker stayed unreachable or unresponsive
+    past the client's operation timeout (any other failure fails the test)."""
+    error = result.get("error")
+    if error is None:
+        return False
+    retriable = ("OperationTimeout", "ConnectError", "ConnectionClosed")
+    assert any(name in error for name in retriable), f"{error}\n{driver.tail()}"
+    return True
+
+
+def _exactly_once_write(spark, url: str, source: str, target: str) -> None:
+    """A plain exactly-once batch copy of ``source``'s keys and values to ``target``."""
+    (
+        spark.read.format("pulsar")
+        .option("service.url", url)
+        .option("topic", source)
+        .load()
+        .select("key", "value")
+        .write.format("pulsar")
+        .option("service.url", url)
+        .option("topic", target)
+        .options(**EXACTLY_ONCE)
+        .mode("append")
+        .save()
+    )
+
+
 def test_a_broker_restarted_mid_write_leaves_each_row_once(
-    fresh_apache_pulsar, topic_name, tmp_path, record_property
+    spark, fresh_apache_pulsar, topic_name, tmp_path, record_property
 ) -> None:
     # The broker restarts while a task sends batch after batch in its transaction, and
     # other tasks start while it is down (they wait for it). Either the transaction lives
@@ -199,14 +227,23 @@ def test_a_broker_restarted_mid_write_leaves_each_row_once(
         restart = broker.restart()
         result = driver.wait(300)
         lost_tasks = driver.count("Lost task")  # attempts that failed, and were run again
-    assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
+    # Apache Pulsar 4.0 may leave a topic unanswered for minutes after a restart while
+    # it recovers the topic's transaction buffer (once in CI: GET_LAST_MESSAGE_ID on the
+    # registry, unanswered for 90 s). The job then fails, aborts every transaction and
+    # shows nothing; running it again writes each row once.
+    rerun = _gave_up_on_the_broker(result, driver)
+    visible_after_failure = len(_values(url, target)) if rerun else 0
+    if rerun:
+        _exactly_once_write(spark, url, source, target)
     got = _values(url, target)
     gaps = multiset_gaps(sent, got)
     java = java_consume_all(url, target, idle=3)
     figure(record_property, "exactly_once_broker_restart", rows=len(sent), sink_rows=len(got),
            **gaps, java_rows=len(java), restart_seconds=round(restart, 1),
-           lost_tasks=lost_tasks, job_seconds=result["seconds"],
+           lost_tasks=lost_tasks, job_seconds=result["seconds"], job_failed_and_rerun=rerun,
+           rows_visible_after_the_failure=visible_after_failure,
            test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert visible_after_failure == 0
     assert gaps == EXACT
     assert multiset_gaps([v.decode() for v in sent], java) == EXACT
 
@@ -231,17 +268,7 @@ def test_a_driver_killed_before_the_job_commits_leaves_nothing_visible(
     open_rows = len(_values(url, target))
     time.sleep(10)  # the transactions time out: aborted by their coordinator
     timed_out_rows = len(_values(url, target))
-    source_df = spark.read.format("pulsar").option("service.url", url).option("topic", source)
-    (
-        source_df.load()
-        .select("key", "value")
-        .write.format("pulsar")
-        .option("service.url", url)
-        .option("topic", target)
-        .options(**EXACTLY_ONCE)
-        .mode("append")
-        .save()
-    )
+    _exactly_once_write(spark, url, source, target)
     got = _values(url, target)
     gaps = multiset_gaps(sent, got)
     figure(record_property, "exactly_once_batch_driver_killed", rows=len(sent),
@@ -437,3 +464,44 @@ def test_a_speculative_copy_in_a_stream_leaves_the_stragglers_rows_out(
     assert gaps == EXACT
     assert multiset_gaps([v.decode() for v in sent], java) == EXACT
     assert aborted >= 1  # under load, Spark may overtake other slow tasks too
+
+
+@pytest.mark.skipif(spark_version() < (4, 2), reason="Pulsar stream sinks: Spark 4.2+")
+def test_a_broker_killed_under_an_exactly_once_stream_leaves_each_row_once(
+    spark, fresh_apache_pulsar, topic_name, tmp_path, record_property
+) -> None:
+    # SIGKILL of the broker (its bookie and ZooKeeper with it) while the query works
+    # through a backlog, then a start: tasks in flight fail and are retried in new
+    # transactions, and the driver's commits wait for the broker. Should the broker stay
+    # unresponsive past the client's operation timeout (see the batch test above), the
+    # query fails with its micro-batch uncommitted; restarted from its checkpoint, it
+    # writes each row once.
+    broker = fresh_apache_pulsar(variant="txn")
+    url = broker.service_url
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    broker.admin.create_partitioned_topic(source, 2)
+    sent = [b"x%05d" % i for i in range(2000)]
+    produce(url, source, sent, batching_max_messages=20)
+    job = _copy_job(url, source, target, tmp_path / "checkpoint")
+    job["timeout"] = 400
+    t0 = time.monotonic()
+    with Driver(job, tmp_path / "control") as driver:
+        driver.wait_until(lambda: len(_values(url, target)) >= 300, 180, "300 rows committed")
+        broker.kill()
+        time.sleep(2)
+        restart = broker.start()
+        driver.stop_when_caught_up()
+        result = driver.wait(300)
+        lost_tasks = driver.count("Lost task")
+    rerun = _gave_up_on_the_broker(result, driver)
+    if rerun:
+        rerun_copy(spark, job)
+    got = _values(url, target)
+    gaps = multiset_gaps(sent, got)
+    java = java_consume_all(url, target, idle=3)
+    figure(record_property, "exactly_once_stream_broker_killed", produced=len(sent),
+           sink_rows=len(got), **gaps, java_rows=len(java), restart_seconds=round(restart, 1),
+           lost_tasks=lost_tasks, query_failed_and_restarted=rerun,
+           test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
+    assert gaps == EXACT
+    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
