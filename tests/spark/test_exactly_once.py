@@ -177,12 +177,17 @@ def test_a_speculative_copy_wins_and_the_stragglers_rows_never_show(
     assert aborted >= 1  # under load, Spark may overtake other slow tasks too
 
 
-def _gave_up_on_the_broker(result: dict, driver: Driver) -> bool:
+def _gave_up_on_the_broker(result: dict, driver: Driver, broker) -> bool:
     """Whether the job failed only because the broker stayed unreachable or unresponsive
-    past the client's operation timeout (any other failure fails the test)."""
+    past the client's operation timeout (any other failure fails the test). Either way
+    after a failure, the broker's errors are printed (pytest shows them if the test
+    fails later on)."""
     error = result.get("error")
     if error is None:
         return False
+    lines = broker.log_path.read_text(errors="replace").splitlines()
+    errors = [line for line in lines if " ERROR " in line or "ransaction buffer" in line]
+    print("the job failed; the broker's errors since its start:", *errors[-40:], sep="\n")
     retriable = ("OperationTimeout", "ConnectError", "ConnectionClosed")
     assert any(name in error for name in retriable), f"{error}\n{driver.tail()}"
     return True
@@ -231,7 +236,7 @@ def test_a_broker_restarted_mid_write_leaves_each_row_once(
     # operation timeout (once in CI: GET_LAST_MESSAGE_ID on the registry, unanswered for
     # 90 s, as the broker recovered its transaction buffer). The job then fails, aborts
     # every transaction and shows nothing; running it again writes each row once.
-    failed = _gave_up_on_the_broker(result, driver)
+    failed = _gave_up_on_the_broker(result, driver, broker)
     decided = failed and "is recorded in" in result["error"]
     visible_after_failure = len(_values(url, target)) if failed and not decided else 0
     if decided:  # failed midway through its commit: the next job finishes it
@@ -500,7 +505,7 @@ def test_a_broker_killed_under_an_exactly_once_stream_leaves_each_row_once(
         driver.stop_when_caught_up()
         result = driver.wait(300)
         lost_tasks = driver.count("Lost task")
-    rerun = _gave_up_on_the_broker(result, driver)
+    rerun = _gave_up_on_the_broker(result, driver, broker)
     if rerun:
         rerun_copy(spark, job)
     got = _values(url, target)
