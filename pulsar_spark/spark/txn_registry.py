@@ -180,12 +180,27 @@ class Registry:
         self, client: PulsarClient, owner: str, how: str, hold: SubscriptionHold | None = None
     ) -> None:
         """A batch job ended (``how``: committed, aborted or abandoned): its ``done``
-        record, and its subscription deleted (through ``hold`` when held)."""
-        self._append(client, {"owner": owner, "batch": -1, "done": how})
-        if hold is not None and hold.held:
-            hold.delete()
-        else:
-            self.release(client, owner)
+        record, and its subscription deleted (through ``hold`` when held).
+
+        Bookkeeping only, so a broker failure here is logged rather than raised: what the
+        job did is done, and a later job's :meth:`recover` finishes the record (a commit
+        decision with no ``done`` is committed again, each transaction counting as
+        committed before; a job with no decision is dropped a day after its timeout)."""
+        try:
+            self._append(client, {"owner": owner, "batch": -1, "done": how})
+            if hold is not None and hold.held:
+                hold.delete()
+            else:
+                self.release(client, owner)
+        except PulsarError as exc:
+            log.warning(
+                "pulsar sink: job %s %s, but recording it in %s failed (%s); the next "
+                "exactly-once batch job writing to this namespace records it",
+                owner,
+                how,
+                self.topic,
+                exc,
+            )
 
     def decided(self, client: PulsarClient, owner: str, after: MessageId | None) -> bool:
         """Whether ``owner`` recorded a commit decision after ``after``."""
@@ -298,9 +313,21 @@ class Registry:
         return Recovered(owner, abandoned=True)
 
     def moved(self, client: PulsarClient, owner: str, upto: MessageId | None) -> None:
-        """Lets retention take ``owner``'s records up to ``upto``."""
-        if upto is not None:
+        """Lets retention take ``owner``'s records up to ``upto``. Bookkeeping only: a
+        failure is logged, and the next call moves the subscription further."""
+        if upto is None:
+            return
+        try:
             client.acknowledge_cumulative(self.topic, _subscription(owner), upto)
+        except PulsarError as exc:
+            log.warning(
+                "pulsar sink: moving %s's subscription of %s to %s failed (%s); the next "
+                "commit moves it further",
+                owner,
+                self.topic,
+                upto,
+                exc,
+            )
 
     def release(self, client: PulsarClient, owner: str) -> None:
         """Deletes ``owner``'s subscription (a batch job that ended)."""

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.txn import TransactionFailed
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
-from pulsar_spark.protocol.errors import ServerError
+from pulsar_spark.protocol.errors import PulsarError, ServerError
 from pulsar_spark.protocol.ids.message_id import MessageId
 
 from ..errors import StreamWriteError
@@ -127,14 +127,26 @@ class CommitLog:
     def append(self, record: Record, previous: MessageId | None) -> None:
         """Writes ``record`` (acknowledged by the broker when this returns), then lets
         retention take the records before it. The log's subscription is made before its
-        first record; after that, each acknowledgement keeps it (or makes it again)."""
+        first record; after that, each acknowledgement keeps it (or makes it again). That
+        acknowledgement is bookkeeping: a failure is logged (the next record's moves the
+        subscription further), since the record is written and the commit must go on."""
         if previous is None:
             self.client.ensure_subscription(self.topic, SUBSCRIPTION)
         with self.client.create_producer(self.topic, batching=False) as producer:
             producer.send(record.encode())
             producer.flush()
-        if previous is not None:
+        if previous is None:
+            return
+        try:
             self.client.acknowledge_cumulative(self.topic, SUBSCRIPTION, previous)
+        except PulsarError as exc:
+            log.warning(
+                "pulsar stream sink: moving the subscription of %s to %s failed (%s); the "
+                "next micro-batch's record moves it further",
+                self.topic,
+                previous,
+                exc,
+            )
 
 
 def commit_batch(
