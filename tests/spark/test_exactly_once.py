@@ -188,8 +188,11 @@ def _gave_up_on_the_broker(result: dict, driver: Driver, broker) -> bool:
     lines = broker.log_path.read_text(errors="replace").splitlines()
     errors = [line for line in lines if " ERROR " in line or "ransaction buffer" in line]
     print("the job failed; the broker's errors since its start:", *errors[-40:], sep="\n")
+    # Spark's message may hold the cause ("... perform latestOffset: Traceback ...") or
+    # not ("Writing job failed."): the driver's log has it.
+    cause = error + driver.tail(30000)
     retriable = ("OperationTimeout", "ConnectError", "ConnectionClosed")
-    assert any(name in error for name in retriable), f"{error}\n{driver.tail()}"
+    assert any(name in cause for name in retriable), f"{error}\n{driver.tail()}"
     return True
 
 
