@@ -57,7 +57,9 @@ class _Slice(InputPartition):
         self.first, self.last = first, last
 
 
-class _MemoryReader(DataSourceReader):
+class MemoryReader(DataSourceReader):
+    """The batches of an Arrow file, in ``partitions`` tasks of consecutive batches."""
+
     def __init__(self, path: str, partitions: int) -> None:
         self.path, self.n = path, partitions
 
@@ -84,7 +86,7 @@ class MemoryDataSource(DataSource):
         return SPARK_SCHEMA
 
     def reader(self, schema):
-        return _MemoryReader(self.options["path"], int(self.options["partitions"]))
+        return MemoryReader(self.options["path"], int(self.options["partitions"]))
 
 
 def produce_ours(url: str, topic: str, count: int, size: int, shape: str = "fixed") -> None:
