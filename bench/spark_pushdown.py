@@ -34,14 +34,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import spark_read
 from _broker import spark_session
 from pyspark import cloudpickle
 from spark_read import MemoryDataSource, MemoryReader, produce_ours, read_client
 from support.lite import PulsarLite
 
 # Spark's workers cannot import this folder's modules: ship spark_read's classes by value.
-cloudpickle.register_pickle_by_value(spark_read)
+cloudpickle.register_pickle_by_value(sys.modules[MemoryReader.__module__])
 
 CONF = "spark.sql.python.filterPushdown.enabled"
 

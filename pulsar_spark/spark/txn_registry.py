@@ -180,27 +180,35 @@ class Registry:
         self, client: PulsarClient, owner: str, how: str, hold: SubscriptionHold | None = None
     ) -> None:
         """A batch job ended (``how``: committed, aborted or abandoned): its ``done``
-        record, and its subscription deleted (through ``hold`` when held).
+        record, then its subscription deleted (through ``hold`` when held).
 
-        Bookkeeping only, so a broker failure here is logged rather than raised: what the
-        job did is done, and a later job's :meth:`recover` finishes the record (a commit
-        decision with no ``done`` is committed again, each transaction counting as
-        committed before; a job with no decision is dropped a day after its timeout)."""
+        Bookkeeping only, so a broker failure is logged rather than raised: what the job
+        did is done. Without its ``done`` record, a committed job's decision is committed
+        again by a later job's :meth:`recover` (each transaction counting as committed
+        before); the subscription is deleted whether or not the record was stored."""
         try:
             self._append(client, {"owner": owner, "batch": -1, "done": how})
-            if hold is not None and hold.held:
-                hold.delete()
-            else:
-                self.release(client, owner)
         except PulsarError as exc:
-            log.warning(
-                "pulsar sink: job %s %s, but recording it in %s failed (%s); the next "
-                "exactly-once batch job writing to this namespace records it",
+            _log_bookkeeping(
+                exc,
+                "pulsar sink: job %s %s, but recording it in %s failed (%s)%s",
                 owner,
                 how,
                 self.topic,
                 exc,
+                "; the next exactly-once batch job writing to this namespace commits its "
+                "decision again and records it"
+                if how == "committed"
+                else "",
             )
+        if hold is not None and hold.held:
+            try:
+                hold.delete()
+                return
+            except PulsarError as exc:
+                log.info("pulsar sink: deleting %s's registry subscription: %s", owner, exc)
+                _released(hold)
+        self.release(client, owner)
 
     def decided(self, client: PulsarClient, owner: str, after: MessageId | None) -> bool:
         """Whether ``owner`` recorded a commit decision after ``after``."""
@@ -315,26 +323,55 @@ class Registry:
     def moved(self, client: PulsarClient, owner: str, upto: MessageId | None) -> None:
         """Lets retention take ``owner``'s records up to ``upto``. Bookkeeping only: a
         failure is logged, and the next call moves the subscription further."""
-        if upto is None:
-            return
-        try:
-            client.acknowledge_cumulative(self.topic, _subscription(owner), upto)
-        except PulsarError as exc:
-            log.warning(
-                "pulsar sink: moving %s's subscription of %s to %s failed (%s); the next "
-                "commit moves it further",
-                owner,
-                self.topic,
-                upto,
-                exc,
-            )
+        if upto is not None:
+            move_forward(client, self.topic, _subscription(owner), upto)
 
     def release(self, client: PulsarClient, owner: str) -> None:
         """Deletes ``owner``'s subscription (a batch job that ended)."""
         try:
             client.unsubscribe(self.topic, _subscription(owner))
         except PulsarError as exc:
-            log.info("pulsar sink: dropping %s's registry subscription: %s", owner, exc)
+            log.warning(
+                "pulsar sink: deleting %s's subscription %r of %s failed (%s); until it is "
+                "deleted (pulsar-admin topics unsubscribe), it keeps the registry's records",
+                owner,
+                _subscription(owner),
+                self.topic,
+                exc,
+            )
+
+
+def move_forward(client: PulsarClient, topic: str, subscription: str, upto: MessageId) -> None:
+    """Acknowledges ``topic``'s messages up to ``upto`` on ``subscription``, letting
+    retention take them: bookkeeping after a commit, so a broker failure is logged (the
+    next move goes further), never raised into a commit whose rows are written."""
+    try:
+        client.acknowledge_cumulative(topic, subscription, upto)
+    except PulsarError as exc:
+        _log_bookkeeping(
+            exc,
+            "pulsar sink: moving subscription %r of %s to %s failed (%s); the next commit "
+            "moves it further",
+            subscription,
+            topic,
+            upto,
+            exc,
+        )
+
+
+def _log_bookkeeping(exc: PulsarError, msg: str, *args: object) -> None:
+    """A failed step of bookkeeping: a warning, or an error when retrying cannot help
+    (an authorization failure, say)."""
+    log.log(logging.WARNING if exc.retriable else logging.ERROR, msg, *args)
+
+
+def _released(hold: SubscriptionHold) -> None:
+    """Detaches ``hold`` after a failed delete, logging a failure: the broker frees the
+    lock when the connection ends anyway, and a commit must not fail on it."""
+    try:
+        hold.release()
+    except PulsarError as exc:
+        log.info("pulsar sink: detaching from %s: %s", hold.subscription, exc)
 
 
 def abort_all(client: PulsarClient, txns: Iterable[str]) -> int:

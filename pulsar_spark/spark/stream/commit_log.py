@@ -44,11 +44,11 @@ from dataclasses import dataclass
 from pulsar_spark.client import PulsarClient
 from pulsar_spark.client.txn import TransactionFailed
 from pulsar_spark.protocol import PulsarApi_pb2 as pb
-from pulsar_spark.protocol.errors import PulsarError, ServerError
+from pulsar_spark.protocol.errors import ServerError
 from pulsar_spark.protocol.ids.message_id import MessageId
 
 from ..errors import StreamWriteError
-from ..txn_registry import Registry, abort_all, namespace_of
+from ..txn_registry import Registry, abort_all, move_forward, namespace_of
 
 __all__ = ["SUBSCRIPTION", "CommitLog", "Record", "log_topic"]
 
@@ -135,18 +135,8 @@ class CommitLog:
         with self.client.create_producer(self.topic, batching=False) as producer:
             producer.send(record.encode())
             producer.flush()
-        if previous is None:
-            return
-        try:
-            self.client.acknowledge_cumulative(self.topic, SUBSCRIPTION, previous)
-        except PulsarError as exc:
-            log.warning(
-                "pulsar stream sink: moving the subscription of %s to %s failed (%s); the "
-                "next micro-batch's record moves it further",
-                self.topic,
-                previous,
-                exc,
-            )
+        if previous is not None:
+            move_forward(self.client, self.topic, SUBSCRIPTION, previous)
 
 
 def commit_batch(
