@@ -203,11 +203,10 @@ class Registry:
             )
         if hold is not None and hold.held:
             try:
-                hold.delete()
+                hold.delete()  # ends the hold, whatever the broker answers
                 return
             except PulsarError as exc:
                 log.info("pulsar sink: deleting %s's registry subscription: %s", owner, exc)
-                _released(hold)
         self.release(client, owner)
 
     def decided(self, client: PulsarClient, owner: str, after: MessageId | None) -> bool:
@@ -331,7 +330,8 @@ class Registry:
         try:
             client.unsubscribe(self.topic, _subscription(owner))
         except PulsarError as exc:
-            log.warning(
+            _log_bookkeeping(
+                exc,
                 "pulsar sink: deleting %s's subscription %r of %s failed (%s); until it is "
                 "deleted (pulsar-admin topics unsubscribe), it keeps the registry's records",
                 owner,
@@ -363,15 +363,6 @@ def _log_bookkeeping(exc: PulsarError, msg: str, *args: object) -> None:
     """A failed step of bookkeeping: a warning, or an error when retrying cannot help
     (an authorization failure, say)."""
     log.log(logging.WARNING if exc.retriable else logging.ERROR, msg, *args)
-
-
-def _released(hold: SubscriptionHold) -> None:
-    """Detaches ``hold`` after a failed delete, logging a failure: the broker frees the
-    lock when the connection ends anyway, and a commit must not fail on it."""
-    try:
-        hold.release()
-    except PulsarError as exc:
-        log.info("pulsar sink: detaching from %s: %s", hold.subscription, exc)
 
 
 def abort_all(client: PulsarClient, txns: Iterable[str]) -> int:
