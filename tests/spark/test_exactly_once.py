@@ -46,6 +46,25 @@ def _values(url: str, topic: str) -> list[bytes]:
         return [v for b in client.read_batches(topic) for v in b.column("value").to_pylist()]
 
 
+def _read_back(
+    url: str, topic: str, sent: list[bytes]
+) -> tuple[list[bytes], dict[str, int], list[str], dict[str, int]]:
+    """What our reader and the Java client's consumer (default isolation) find in
+    ``topic``, each with its gaps against ``sent``."""
+    got = _values(url, topic)
+    java = java_consume_all(url, topic, idle=3)
+    return got, multiset_gaps(sent, got), java, multiset_gaps([v.decode() for v in sent], java)
+
+
+def _next_job(spark, url: str, topic: str) -> None:
+    """A one-row exactly-once batch job to ``topic``: as it plans, it finishes the
+    commits other jobs of the namespace left midway."""
+    other = spark.createDataFrame([("x",)], "value string")
+    other.write.format("pulsar").option("service.url", url).option("topic", topic).options(
+        **EXACTLY_ONCE
+    ).mode("append").save()
+
+
 def test_the_sinks_bookkeeping_topics_live_beside_the_target() -> None:
     from pulsar_spark.spark.errors import PulsarWriteError
     from pulsar_spark.spark.txn_registry import registry_topic
@@ -136,13 +155,11 @@ def test_a_python_worker_killed_mid_write_leaves_nothing_twice(
         result = driver.wait(300)
     assert result.get("error") is None, result
     assert (control / "killed-write-worker").exists()
-    got = _values(url, target)
-    gaps = multiset_gaps(sent, got)
-    java = java_consume_all(url, target, idle=3)
+    got, gaps, java, java_gaps = _read_back(url, target, sent)
     figure(record_property, "exactly_once_worker_killed", rows=len(sent), sink_rows=len(got),
            **gaps, java_rows=len(java), test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
     assert gaps == EXACT
-    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert java_gaps == EXACT
 
 
 def test_a_speculative_copy_wins_and_the_stragglers_rows_never_show(
@@ -170,32 +187,30 @@ def test_a_speculative_copy_wins_and_the_stragglers_rows_never_show(
     assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
     assert (control / "slow-write").exists()
     assert (control / "attempt-0-1").exists(), "no second attempt of partition 0 ran"
-    got = _values(url, target)
-    gaps = multiset_gaps(sent, got)
-    java = java_consume_all(url, target, idle=3)
+    got, gaps, java, java_gaps = _read_back(url, target, sent)
     figure(record_property, "exactly_once_speculation", rows=len(sent), sink_rows=len(got),
            **gaps, java_rows=len(java), stragglers_aborted=aborted,
            cluster_start_seconds=round(started, 1), job_seconds=result["seconds"],
            test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
     assert gaps == EXACT
-    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert java_gaps == EXACT
     assert aborted >= 1  # under load, Spark may overtake other slow tasks too
 
 
-def _gave_up_on_the_broker(result: dict, driver: Driver, broker) -> bool:
-    """Whether the job failed only because the broker stayed unreachable or unresponsive
-    past the client's operation timeout (any other failure fails the test). Either way
-    after a failure, the broker's errors are printed (pytest shows them if the test
-    fails later on)."""
+def _gave_up_on_the_broker(result: dict, driver: Driver, broker) -> str | None:
+    """None when the job succeeded; else its failure (:func:`_failure`), which must be
+    that the broker stayed unreachable or unresponsive past the client's operation
+    timeout (any other failure fails the test). After a failure, the broker's errors
+    are printed (pytest shows them if the test fails later on)."""
     error = result.get("error")
     if error is None:
-        return False
+        return None
     lines = broker.log_path.read_text(errors="replace").splitlines()
     errors = [line for line in lines if " ERROR " in line or "ransaction buffer" in line]
     print("the job failed; the broker's errors since its start:", *errors[-40:], sep="\n")
     cause = _failure(result, driver)
     assert any(name in cause for name in RETRIABLE), f"{error}\n{driver.tail()}"
-    return True
+    return cause
 
 
 def _again(run: Callable[[], T], attempts: int = 3) -> tuple[T, int]:
@@ -265,23 +280,19 @@ def test_a_broker_restarted_mid_write_leaves_each_row_once(
     # operation timeout (once in CI: GET_LAST_MESSAGE_ID on the registry, unanswered for
     # 90 s, as the broker recovered its transaction buffer). The job then fails, aborts
     # every transaction and shows nothing; running it again writes each row once.
-    failed = _gave_up_on_the_broker(result, driver, broker)
-    decided = failed and any(
-        mark in _failure(result, driver) for mark in ("is recorded in", "commit was decided")
+    cause = _gave_up_on_the_broker(result, driver, broker)
+    failed = cause is not None
+    decided = cause is not None and any(
+        mark in cause for mark in ("is recorded in", "commit was decided")
     )
     visible_after_failure, runs = 0, 0
     if failed and not decided:
         visible_after_failure = len(_again(lambda: _values(url, target))[0])
     if decided:  # failed midway through its commit: the next job finishes it
-        other = spark.createDataFrame([("x",)], "value string")
-        other.write.format("pulsar").option("service.url", url).option(
-            "topic", f"{topic_name}-next"
-        ).options(**EXACTLY_ONCE).mode("append").save()
+        _next_job(spark, url, f"{topic_name}-next")
     elif failed:
         runs = _again(lambda: _exactly_once_write(spark, url, source, target))[1]
-    got = _values(url, target)
-    gaps = multiset_gaps(sent, got)
-    java = java_consume_all(url, target, idle=3)
+    got, gaps, java, java_gaps = _read_back(url, target, sent)
     figure(record_property, "exactly_once_broker_restart", rows=len(sent), sink_rows=len(got),
            **gaps, java_rows=len(java), restart_seconds=round(restart, 1),
            lost_tasks=lost_tasks, job_seconds=result["seconds"], job_failed=failed,
@@ -291,7 +302,7 @@ def test_a_broker_restarted_mid_write_leaves_each_row_once(
            test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
     assert visible_after_failure == 0
     assert gaps == EXACT
-    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert java_gaps == EXACT
 
 
 def test_a_driver_killed_before_the_job_commits_leaves_nothing_visible(
@@ -344,10 +355,7 @@ def test_a_commit_its_driver_left_midway_is_finished_by_the_next_job(
         driver.wait_until(lambda: (control / "committing-job").exists(), 180, "the job commit")
         killed = driver.kill()
     partial = len(_values(url, target))
-    other = spark.createDataFrame([("x",)], "value string")
-    other.write.format("pulsar").option("service.url", url).option(
-        "topic", f"{topic_name}-next"
-    ).options(**EXACTLY_ONCE).mode("append").save()
+    _next_job(spark, url, f"{topic_name}-next")
     got = _values(url, target)
     gaps = multiset_gaps(sent, got)
     figure(record_property, "exactly_once_batch_commit_midway", rows=len(sent),
@@ -443,14 +451,12 @@ def test_a_python_worker_killed_in_a_stream_leaves_nothing_twice(
         result = driver.wait(300)
     assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
     assert (tmp_path / "control" / "killed-stream-worker").exists()
-    got = _values(url, target)
-    gaps = multiset_gaps(sent, got)
-    java = java_consume_all(url, target, idle=3)
+    got, gaps, java, java_gaps = _read_back(url, target, sent)
     figure(record_property, "exactly_once_stream_worker_killed", produced=len(sent),
            sink_rows=len(got), **gaps, java_rows=len(java),
            test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
     assert gaps == EXACT
-    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert java_gaps == EXACT
 
 
 def _speculating(control: Path) -> dict[str, str]:
@@ -501,14 +507,12 @@ def test_a_speculative_copy_in_a_stream_leaves_the_stragglers_rows_out(
     assert result.get("error") is None, f"{result['error']}\n{driver.tail()}"
     assert (control / "slow-write").exists()
     assert (control / "attempt-0-1").exists(), "no second attempt of partition 0 ran"
-    got = _values(url, target)
-    gaps = multiset_gaps(sent, got)
-    java = java_consume_all(url, target, idle=3)
+    got, gaps, java, java_gaps = _read_back(url, target, sent)
     figure(record_property, "exactly_once_stream_speculation", produced=len(sent),
            sink_rows=len(got), **gaps, java_rows=len(java), stragglers_aborted=aborted,
            test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
     assert gaps == EXACT
-    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert java_gaps == EXACT
     assert aborted >= 1  # under load, Spark may overtake other slow tasks too
 
 
@@ -539,14 +543,12 @@ def test_a_broker_killed_under_an_exactly_once_stream_leaves_each_row_once(
         driver.stop_when_caught_up()
         result = driver.wait(300)
         lost_tasks = driver.count("Lost task")
-    failed = _gave_up_on_the_broker(result, driver, broker)
+    failed = _gave_up_on_the_broker(result, driver, broker) is not None
     runs = _again(lambda: rerun_copy(spark, job))[1] if failed else 0
-    got = _values(url, target)
-    gaps = multiset_gaps(sent, got)
-    java = java_consume_all(url, target, idle=3)
+    got, gaps, java, java_gaps = _read_back(url, target, sent)
     figure(record_property, "exactly_once_stream_broker_killed", produced=len(sent),
            sink_rows=len(got), **gaps, java_rows=len(java), restart_seconds=round(restart, 1),
            lost_tasks=lost_tasks, query_failed=failed, restarts=runs,
            test_seconds=round(time.monotonic() - t0, 1))  # fmt: skip
     assert gaps == EXACT
-    assert multiset_gaps([v.decode() for v in sent], java) == EXACT
+    assert java_gaps == EXACT
