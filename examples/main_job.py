@@ -148,8 +148,6 @@ def spark_session():
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from pulsar_spark import PulsarDataSource
-
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("pulsar-spark-main-job")
@@ -159,7 +157,6 @@ def spark_session():
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(PulsarDataSource)
     return spark
 
 

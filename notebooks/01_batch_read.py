@@ -21,14 +21,13 @@
 # COMMAND ----------
 
 # Setup: the service URL (widget on Databricks, PULSAR_SERVICE_URL elsewhere), a Spark
-# session (Databricks' own, or a local one) and the "pulsar" format.
+# session (Databricks' own, or a local one). Installing the package gives the "pulsar"
+# format: nothing to register.
 import os
 import sys
 import uuid
 
 from pyspark.sql import functions as F
-
-from pulsar_spark import PulsarDataSource
 
 try:
     dbutils  # noqa: B018  (Databricks defines dbutils and spark)
@@ -60,7 +59,6 @@ except NameError:
     )
     spark.sparkContext.setLogLevel("ERROR")
 
-spark.dataSource.register(PulsarDataSource)
 RUN = uuid.uuid4().hex[:8]  # topics of this run: reruns never see each other's data
 print(f"Pulsar at {SERVICE_URL}; Spark {spark.version}; run {RUN}")
 

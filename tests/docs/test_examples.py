@@ -1,0 +1,142 @@
+"""Every Python example of README.md and docs/ runs, against the broker its page names.
+
+See :mod:`tests.docs.examples` for how a page says what it needs. Each page is one test:
+its blocks run in order in one namespace, in a working directory of the page's own, with the
+broker's addresses and files put where the example writes ``localhost`` ones. A block marked
+``skip`` is compiled only; one marked ``raises`` must fail with the error it shows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.docs.examples import PLACEHOLDERS, Block, Page, pages, parse_page
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pyspark.sql import SparkSession
+
+PAGES = pages()
+
+
+def _values(request: pytest.FixtureRequest, kind: str, workdir: Path) -> dict[str, str]:
+    """The broker of ``kind``'s addresses and files, by :data:`PLACEHOLDERS` value."""
+    if kind in ("lite", "lite-partitioned"):
+        factory = request.getfixturevalue("fresh_pulsar_lite")
+        lite = factory(default_partitions=4 if kind == "lite-partitioned" else 0)
+        return {"service_url": lite.service_url}
+    fixture = "apache_pulsar" if kind == "apache" else "apache_pulsar_" + kind.split("-")[1]
+    broker = request.getfixturevalue(fixture)
+    values = {"service_url": broker.service_url, "http_url": broker.http_url}
+    if broker.secure is not None:
+        sec = broker.secure
+        token_file = workdir / "token.txt"
+        token_file.write_text(sec.token)
+        values.update({
+            "service_url": broker.plain_service_url,
+            "http_url": broker.plain_http_url,
+            "tls_service_url": broker.service_url,
+            "tls_http_url": broker.http_url,
+            "ca_cert": sec.ca_cert,
+            "client_cert": sec.client_cert,
+            "client_key": sec.client_key,
+            "token_file": str(token_file),
+            "token": sec.token,
+        })  # fmt: skip
+    return values
+
+
+def _as_here(code: str, values: dict[str, str]) -> str:
+    for written, key in PLACEHOLDERS.items():
+        if written in code:
+            assert key in values, f"this page's broker has no {key} for {written!r}"
+            code = code.replace(written, values[key])
+    return code
+
+
+@contextmanager
+def _page_environment(workdir: Path, values: dict[str, str]) -> Iterator[None]:
+    cwd, saved = Path.cwd(), os.environ.get("PULSAR_TOKEN")
+    os.chdir(workdir)
+    if "token" in values:
+        os.environ["PULSAR_TOKEN"] = values["token"]
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        if saved is None:
+            os.environ.pop("PULSAR_TOKEN", None)
+        else:
+            os.environ["PULSAR_TOKEN"] = saved
+
+
+def _run(block: Block, page: Page, code: str, namespace: dict[str, Any]) -> None:
+    where = f"{page.name}:{block.line}"
+    compiled = compile(code, where, "exec")
+    if block.skip is not None:
+        return
+    if block.raises is None:
+        try:
+            exec(compiled, namespace)
+        except Exception as exc:
+            detail = "".join(traceback.format_exception(exc))
+            pytest.fail(f"the example at {where} failed:\n{detail}", pytrace=False)
+        return
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - the pattern checks the text
+        exec(compiled, namespace)
+    text = f"{type(caught.value).__name__}: {caught.value}"
+    assert re.search(block.raises, text, re.DOTALL), (
+        f"the example at {where} raised, but not what it shows ({block.raises!r}):\n{text}"
+    )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_the_page_examples_run(
+    page: Page, spark: SparkSession, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    values = _values(request, page.broker, tmp_path)
+    namespace: dict[str, Any] = {"__name__": "__main__", "spark": spark}
+    with _page_environment(tmp_path, values):
+        try:
+            for block in page.blocks:
+                _run(block, page, _as_here(block.code, values), namespace)
+        finally:
+            for query in spark.streams.active:  # a failed page leaves no stream behind
+                query.stop()
+
+
+def test_every_example_compiles_and_says_why_it_is_skipped() -> None:
+    for page in PAGES:
+        for block in page.blocks:
+            compile(block.code, f"{page.name}:{block.line}", "exec")
+            if block.skip is not None:
+                assert len(block.skip) >= 10, f"{page.name}:{block.line}: say why it is skipped"
+
+
+def test_the_directives_are_read(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text(
+        "<!-- test: broker=apache-txn -->\n\n```python\nx = 1\n```\n\n"
+        '<!-- test: skip "needs a Databricks workspace" -->\n```python\ndbutils\n```\n\n'
+        '<!-- test: raises "KeyError" -->\n```python tagged\n{}["a"]\n```\n\n'
+        "```sh\nnot python\n```\n\n- a list\n\n    ```python\n    y = 2\n    ```\n"
+    )
+    parsed = parse_page(page)
+    assert parsed.broker == "apache-txn"
+    assert [(b.code, b.skip, b.raises) for b in parsed.blocks] == [
+        ("x = 1\n", None, None),
+        ("dbutils\n", "needs a Databricks workspace", None),
+        ('{}["a"]\n', None, "KeyError"),
+        ("y = 2\n", None, None),
+    ]
+    page.write_text("<!-- test: broker=kafka -->\n```python\nx = 1\n```\n")
+    with pytest.raises(ValueError, match="unknown broker 'kafka'"):
+        parse_page(page)
