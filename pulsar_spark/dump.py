@@ -165,8 +165,10 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The console script's name, or how the module is run.
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     parser = argparse.ArgumentParser(
-        prog="python -m pulsar_spark.dump",
+        prog=script if script == "pulsar-spark-dump" else "python -m pulsar_spark.dump",
         description="Decode captured Pulsar binary-protocol bytes into JSON lines, one per frame.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="one direction of a connection")

@@ -23,7 +23,10 @@ The examples are written as a user runs them, against ``pulsar://localhost:6650`
 (:data:`PLACEHOLDERS`). Certificates are at ``/etc/pulsar/tls/{ca,client,client-key}.pem``
 and a token in ``/etc/pulsar/token.txt`` or the environment's ``PULSAR_TOKEN``: the secure
 broker's files and its ``client`` role's token take their place. Each page runs in a fresh
-working directory, so relative paths (checkpoints, parquet output) are the page's own, and
+working directory. Spark resolves a relative path against the directory its JVM started in,
+which no page can move, so the relative paths of examples start with one of
+:data:`RELATIVE_ROOTS` (``"checkpoints/orders"``, ``"lake/orders"``), which the test roots in
+the page's directory; a page that leaves anything in the JVM's directory fails. Each page runs
 with a Spark session already in its namespace as ``spark`` (the run's shared ``local[2]``
 session; a page's own ``SparkSession.builder...getOrCreate()`` returns it).
 """
@@ -37,6 +40,7 @@ from pathlib import Path
 __all__ = [
     "BROKER_KINDS",
     "PLACEHOLDERS",
+    "RELATIVE_ROOTS",
     "Block",
     "Page",
     "pages",
@@ -70,6 +74,9 @@ PLACEHOLDERS = {
     "/etc/pulsar/token.txt": "token_file",
 }
 
+#: The first folders of the relative paths examples write (checkpoints, tables, files).
+RELATIVE_ROOTS = ("checkpoints/", "lake/", "output/", "warehouse/", "tables/", "keys/", "pipeline/")
+
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
                     re.MULTILINE | re.DOTALL)  # fmt: skip
 _DIRECTIVE = re.compile(r"<!--\s*test:\s*(?P<word>[a-z-]+)(?:[ =]+(?P<arg>.*?))?\s*-->")
@@ -100,7 +107,7 @@ class Page:
 
 def _unquote(arg: str | None, what: str, where: str) -> str:
     if not arg or len(arg) < 2 or arg[0] != '"' or arg[-1] != '"':
-        msg = f"{where}: <!-- test: {what} \"...\" --> needs a quoted reason or pattern"
+        msg = f'{where}: <!-- test: {what} "..." --> needs a quoted reason or pattern'
         raise ValueError(msg)
     return arg[1:-1]
 

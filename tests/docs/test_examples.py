@@ -8,6 +8,7 @@ broker's addresses and files put where the example writes ``localhost`` ones. A 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import traceback
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.docs.examples import PLACEHOLDERS, Block, Page, pages, parse_page
+from tests.docs.examples import PLACEHOLDERS, RELATIVE_ROOTS, Block, Page, pages, parse_page
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -54,17 +55,43 @@ def _values(request: pytest.FixtureRequest, kind: str, workdir: Path) -> dict[st
     return values
 
 
-def _as_here(code: str, values: dict[str, str]) -> str:
+def _as_here(block: Block, values: dict[str, str], workdir: Path) -> str:
+    """The block's code with this run's addresses, files and directories in it (a block that
+    is only compiled keeps what this broker has no value for)."""
+    code = block.code
     for written, key in PLACEHOLDERS.items():
-        if written in code:
+        if written in code and (key in values or block.skip is None):
             assert key in values, f"this page's broker has no {key} for {written!r}"
             code = code.replace(written, values[key])
+    for root in RELATIVE_ROOTS:
+        for quote in "\"'":
+            code = code.replace(quote + root, quote + str(workdir / root))
     return code
 
 
+def _relative_roots(page: Page) -> set[str]:
+    """The first folder of each relative path a page's code names (string literals only)."""
+    roots = set()
+    for block in page.blocks:
+        for node in ast.walk(ast.parse(block.code)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+                if "/" in text and not text.startswith(("/", ".")) and "://" not in text:
+                    roots.add(text.split("/", 1)[0])
+    return roots
+
+
 @contextmanager
-def _page_environment(workdir: Path, values: dict[str, str]) -> Iterator[None]:
+def _page_environment(
+    spark: SparkSession, page: Page, workdir: Path, values: dict[str, str]
+) -> Iterator[None]:
+    """The page's working directory and token; and a check that the page left none of its
+    relative paths in the directory Spark's JVM started in (where Spark would put them)."""
     cwd, saved = Path.cwd(), os.environ.get("PULSAR_TOKEN")
+    jvm = spark._jvm
+    assert jvm is not None
+    jvm_cwd = Path(jvm.java.lang.System.getProperty("user.dir"))
+    before = set(jvm_cwd.iterdir())
     os.chdir(workdir)
     if "token" in values:
         os.environ["PULSAR_TOKEN"] = values["token"]
@@ -76,6 +103,13 @@ def _page_environment(workdir: Path, values: dict[str, str]) -> Iterator[None]:
             os.environ.pop("PULSAR_TOKEN", None)
         else:
             os.environ["PULSAR_TOKEN"] = saved
+    left = sorted(
+        p.name for p in set(jvm_cwd.iterdir()) - before if p.name in _relative_roots(page)
+    )
+    assert not left, (
+        f"the page wrote {left} into {jvm_cwd}: start its relative paths with one of "
+        f"{', '.join(RELATIVE_ROOTS)}"
+    )
 
 
 def _run(block: Block, page: Page, code: str, namespace: dict[str, Any]) -> None:
@@ -90,7 +124,7 @@ def _run(block: Block, page: Page, code: str, namespace: dict[str, Any]) -> None
             detail = "".join(traceback.format_exception(exc))
             pytest.fail(f"the example at {where} failed:\n{detail}", pytrace=False)
         return
-    with pytest.raises(Exception) as caught:  # noqa: PT011 - the pattern checks the text
+    with pytest.raises(Exception) as caught:
         exec(compiled, namespace)
     text = f"{type(caught.value).__name__}: {caught.value}"
     assert re.search(block.raises, text, re.DOTALL), (
@@ -104,10 +138,10 @@ def test_the_page_examples_run(
 ) -> None:
     values = _values(request, page.broker, tmp_path)
     namespace: dict[str, Any] = {"__name__": "__main__", "spark": spark}
-    with _page_environment(tmp_path, values):
+    with _page_environment(spark, page, tmp_path, values):
         try:
             for block in page.blocks:
-                _run(block, page, _as_here(block.code, values), namespace)
+                _run(block, page, _as_here(block, values, tmp_path), namespace)
         finally:
             for query in spark.streams.active:  # a failed page leaves no stream behind
                 query.stop()
