@@ -136,9 +136,13 @@ class OAuth2ClientCredentials(Authentication):
     Args:
         issuer_url: the issuer; its token endpoint is discovered from
             ``<issuer_url>/.well-known/openid-configuration``.
-        client_id, client_secret: the credentials (or ``private_key``, a JSON
-            key file with ``client_id`` and ``client_secret``).
-        audience, scope: passed to the token endpoint when given.
+        client_id: the client's id (or ``private_key``, a JSON key file with
+            ``client_id`` and ``client_secret``).
+        client_secret: the client's secret.
+        private_key: a JSON key file (a path, a ``file://`` or ``data:`` URL) holding
+            ``client_id`` and ``client_secret``, instead of giving them.
+        audience: passed to the token endpoint when given.
+        scope: passed to the token endpoint when given.
         timeout: seconds for each HTTP request.
     """
 

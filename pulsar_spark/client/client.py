@@ -47,11 +47,17 @@ class PulsarClient:
     Args:
         service_url: ``pulsar://host:6650`` or ``pulsar+ssl://host:6651`` (hosts comma-separated).
         auth: an :class:`Authentication` (token, basic, TLS, OAuth2).
-        tls_trust_certs_file, tls_validate_hostname, tls_allow_insecure: TLS settings.
-        connect_timeout, operation_timeout, keepalive_interval: seconds (10, 30, 30).
+        tls_trust_certs_file: a CA bundle (PEM) for ``pulsar+ssl://``.
+        tls_validate_hostname: check the broker certificate's host name.
+        tls_allow_insecure: accept any broker certificate.
+        connect_timeout: seconds for a TCP connect and handshake (10).
+        operation_timeout: seconds for a lookup, subscribe or producer creation (30).
+        keepalive_interval: seconds of silence before a PING (30).
         listener_name: advertised listener to look topics up for.
-        read_buffer_bytes, subscription_prefix, read_compacted, chunk_limits: see
-            :class:`ClientConfig`.
+        read_buffer_bytes: see :class:`ClientConfig`.
+        subscription_prefix: see :class:`ClientConfig`.
+        read_compacted: see :class:`ClientConfig`.
+        chunk_limits: see :class:`ClientConfig`.
     """
 
     def __init__(

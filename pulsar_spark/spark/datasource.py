@@ -189,8 +189,10 @@ class PulsarDataSource(DataSource):
         self.parsed.check_scope(scope)
         columns, schema = _sink_columns(schema)
         check_columns(schema, self.parsed)
+        # The DataFrame's plan first: one that cannot be written fails as such, and before
+        # anything of the topic's (or its namespace's) is touched.
+        plans = plan_topic_writes(self.parsed, schema, () if columns is None else columns.packed)
         check_transactions(self.parsed)
-        plans = plan_topic_writes(self.parsed, schema)
         return tuple(schema.fieldNames()), plans, columns
 
     def reader(self, schema: StructType) -> PulsarBatchReader:

@@ -39,11 +39,14 @@ the value: one column that is not a struct is the value as it is; several, or on
 struct, are the fields of a record (written as AVRO, record ``topLevelRecord``).
 :func:`sink_columns` maps a DataFrame's columns so: the four into ``topic``, ``key``,
 ``eventTime`` and ``properties``, and, when the DataFrame has no ``value`` column but
-others than ours (``key``, ``topic``...), the remaining columns into ``value``. A
-DataFrame with ``value`` keeps this connector's shape (a struct ``value`` is the record
-itself, where StreamNative would nest it in a record of one field named ``value``), and
-one with only our columns and no ``value`` is refused as before. Nothing here imports
-pyspark.
+others than ours (``key``, ``topic``...), the remaining columns into ``value``
+(:attr:`SinkColumns.packed`). A DataFrame with ``value`` keeps this connector's shape (a
+struct ``value`` is the record itself, where StreamNative would nest it in a record of
+one field named ``value``), and one with only our columns and no ``value`` is refused as
+before. Packed columns are written only with ``rowLayout=streamnative`` on the write, or
+into a topic whose record schema they fit (:func:`.write_schema.check_packed`): a
+misspelt ``value`` column is refused rather than registered as a record of its own.
+Nothing here imports pyspark.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ __all__ = [
     "META_COLUMNS",
     "PULSAR_SPARK",
     "STREAMNATIVE",
+    "WRITTEN_META",
     "SinkColumns",
     "row_layout",
     "sink_columns",
@@ -95,7 +99,7 @@ _FROM_OURS = {
 }
 #: The metadata columns a write takes (:func:`_check_meta` says which column of ours each
 #: becomes: topic, key, eventTime, properties).
-_WRITTEN = frozenset({"__topic", "__key", "__eventTime", "__messageProperties"})
+WRITTEN_META = frozenset({"__topic", "__key", "__eventTime", "__messageProperties"})
 #: The metadata columns a write leaves out (with a WARNING), as StreamNative's sink does.
 _LEFT_OUT = ("__messageId", "__publishTime")
 
@@ -234,13 +238,21 @@ class SinkColumns:
     """How a DataFrame's columns become the sink's (see the module docstring): ``renamed``
     (their metadata column, ours), ``grouped`` (the columns that make up ``value``; empty:
     ``value`` is a column of the DataFrame), whether they make a struct, ``dropped``
-    (left out), and ``schema``, the columns the sink then gets."""
+    (left out), ``schema``, the columns the sink then gets, and ``frame``, the DataFrame's
+    own."""
 
     renamed: tuple[tuple[str, str], ...]
     grouped: tuple[str, ...]
     struct: bool
     dropped: tuple[str, ...]
     schema: pa.Schema
+    frame: tuple[str, ...] = ()
+
+    @property
+    def packed(self) -> tuple[str, ...]:
+        """The DataFrame's columns when it has no ``value`` and some of them make it up
+        (to be allowed: :func:`.write_schema.check_packed`); empty otherwise."""
+        return self.frame if self.grouped else ()
 
     @property
     def maps(self) -> bool:
@@ -305,7 +317,7 @@ def sink_columns(schema: pa.Schema) -> SinkColumns:
             "write them as fields",
             list(dropped),
         )
-    mapped = {f.name: _check_meta(f) for f in schema if f.name in _WRITTEN}
+    mapped = {f.name: _check_meta(f) for f in schema if f.name in WRITTEN_META}
     renamed = tuple((theirs, ours.name) for theirs, ours in mapped.items())
     rest = [f for f in schema if f.name not in mapped and f.name not in dropped]
     # The columns of our own shape (with ``value``, or refused without it, as before).
@@ -321,9 +333,9 @@ def sink_columns(schema: pa.Schema) -> SinkColumns:
                 )
                 raise PulsarWriteError(msg)
         fields = [mapped.get(f.name, f) for f in schema if f.name not in dropped]
-        return SinkColumns(renamed, (), False, dropped, pa.schema(fields))
+        return SinkColumns(renamed, (), False, dropped, pa.schema(fields), tuple(names))
     struct = len(rest) > 1 or pa.types.is_struct(rest[0].type)
     value = pa.field("value", pa.struct(rest) if struct else rest[0].type)
     grouped = tuple(f.name for f in rest)
-    schema = pa.schema([value, *mapped.values()])
-    return SinkColumns(renamed, grouped, struct, dropped, schema)
+    written = pa.schema([value, *mapped.values()])
+    return SinkColumns(renamed, grouped, struct, dropped, written, tuple(names))

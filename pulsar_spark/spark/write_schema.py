@@ -3,6 +3,11 @@
 :func:`plan_write` decides, per topic, from the ``value`` (and ``key``) Arrow
 types, the options and the topic's latest schema (None on pulsar-lite)::
 
+    a DataFrame without ``value``, its     refused (PulsarWriteError naming the topic, the
+    columns packed into one (packed)       columns and a near-miss like ``valeu``) unless
+                                           rowLayout=streamnative, or the topic has a
+                                           record schema they fit: a misspelt ``value``
+                                           never registers a schema of its own
     schemaMode=raw, or a binary value      no schema, payloads as given (as before
                                            schemas; a string value is sent as UTF-8)
     avroSchema, protobufSchema             that AVRO / PROTOBUF_NATIVE schema (the broker
@@ -33,12 +38,15 @@ pyspark.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from pulsar_spark.columnar import SchemaError, SchemaMismatch
+from pulsar_spark.columnar import ROW_SCHEMA, SchemaError, SchemaMismatch
+from pulsar_spark.columnar.rows.encode import ALLOWED_COLUMNS
 from pulsar_spark.columnar.values.encode import (
     KeyValueEncoder,
     PayloadEncoder,
@@ -51,13 +59,23 @@ from pulsar_spark.protocol.schemas.types import SchemaType
 
 from .errors import PulsarWriteError
 from .options.schema import RAW
+from .streamnative_rows import META_COLUMNS, STREAMNATIVE, WRITTEN_META
 
 if TYPE_CHECKING:
     from pulsar_spark.client import VersionedSchema
 
     from .options.parse import PulsarOptions
 
-__all__ = ["RowEncoder", "WritePlan", "plan_write"]
+__all__ = ["RECORD_TYPES", "RowEncoder", "WritePlan", "check_packed", "near_misses", "plan_write"]
+
+#: The schema types whose values are records: those a DataFrame's columns can be packed into.
+RECORD_TYPES = frozenset(
+    {SchemaType.AVRO, SchemaType.JSON, SchemaType.PROTOBUF, SchemaType.PROTOBUF_NATIVE}
+)
+#: The column names a sink writes, ours and StreamNative's, that a near miss is matched to.
+_KNOWN_COLUMNS = (*sorted(ALLOWED_COLUMNS), "topic", *sorted(WRITTEN_META))
+#: Names that are no near miss: those, and the other columns reads give (either layout).
+_NOT_MISSES = frozenset(_KNOWN_COLUMNS) | set(ROW_SCHEMA.names) | {f.name for f in META_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -83,20 +101,82 @@ def _failed(topic: str, exc: SchemaError, what: str) -> PulsarWriteError:
     return PulsarWriteError(f"writing to {topic} {what}: {exc}")
 
 
+def near_misses(names: Sequence[str]) -> str:
+    """``'value' for 'valeu'``, for each of ``names`` that looks like a misspelt column
+    name the sink knows (ours or StreamNative's), joined by commas; empty when none does."""
+    known = {name.lower(): name for name in _KNOWN_COLUMNS}
+    found = []
+    for name in names:
+        if name in _NOT_MISSES:
+            continue
+        close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.66)
+        if close:
+            found.append(f"{known[close[0]]!r} for {name!r}")
+    return ", ".join(found)
+
+
+def check_packed(
+    topic: str,
+    packed: Sequence[str],
+    value: pa.DataType,
+    options: PulsarOptions,
+    latest: VersionedSchema | None,
+) -> None:
+    """A DataFrame without a ``value`` column, whose columns ``packed`` make up the value
+    (:func:`.streamnative_rows.sink_columns`), is written only with
+    ``rowLayout=streamnative`` or into a topic whose record schema the packed ``value``
+    fits; ``latest`` is the topic's schema (not asked for with ``schemaMode=raw``).
+
+    Raises:
+        PulsarWriteError: naming the topic, the DataFrame's columns and a near miss of
+            ``value``, and saying what to do.
+    """
+    if not packed or options.row_layout == STREAMNATIVE:
+        return
+    existing = None if latest is None or latest.info.type.is_bytes else latest.info
+    if options.schema_mode == RAW:
+        why = "schemaMode=raw writes no schema"
+    elif existing is None:
+        why = "the topic has no schema"
+    elif existing.type not in RECORD_TYPES:
+        why = f"the topic's schema is {existing.describe()}, not a record"
+    else:
+        try:
+            PayloadEncoder(value, existing, topic=topic)
+        except SchemaError as exc:
+            why = f"they do not fit the topic's schema ({existing.describe()}): {exc}"
+        else:
+            return  # the topic's own record: its fields are the columns
+    hint = near_misses(packed)
+    msg = (
+        f"writing to {topic}: the DataFrame has no 'value' column (its columns: "
+        f"{', '.join(packed)}).{f' Did you mean {hint}?' if hint else ''} Columns are packed "
+        "into a record only with rowLayout=streamnative or into a topic whose record schema "
+        f"they fit, and {why}. Add a 'value' column (the message's value), or set "
+        "rowLayout=streamnative to pack the columns into a record (as StreamNative's sink "
+        "does, registering a schema made from them)"
+    )
+    raise PulsarWriteError(msg)
+
+
 def plan_write(
     topic: str,
     value: pa.DataType,
     key: pa.DataType | None,
     options: PulsarOptions,
     latest: VersionedSchema | None,
+    packed: Sequence[str] = (),
 ) -> WritePlan:
     """The :class:`WritePlan` of ``topic`` (see the module's table), checked: the encoders
     are built once here, so a DataFrame that does not fit fails before anything is sent.
+    ``packed``: the DataFrame's columns when it has no ``value`` and they make it up
+    (:func:`check_packed`).
 
     Raises:
         PulsarWriteError: the DataFrame does not fit the topic's schema (or its own),
-            naming the fields.
+            naming the fields; a DataFrame without ``value`` that is not to be packed.
     """
+    check_packed(topic, packed, value, options, latest)
     if options.schema_mode == RAW:
         return WritePlan(topic, None)
     struct: StructKind = "JSON" if options.value_schema_type == "JSON" else "AVRO"

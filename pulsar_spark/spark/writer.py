@@ -26,7 +26,11 @@ binary is encoded with the schema :mod:`.write_schema` plans for its topic
 DataFrame), which the producer registers; the topic option's plan is made on
 the driver, so a DataFrame that does not fit fails before any task runs.
 StreamNative's columns (``__topic``, ``__key``..., and the columns that make
-up its value) are mapped to these first (:mod:`.streamnative_rows`).
+up its value) are mapped to these first (:mod:`.streamnative_rows`); a DataFrame
+without ``value`` has its columns packed into a record only with
+``rowLayout=streamnative`` or for a topic whose record schema they fit
+(:func:`.write_schema.check_packed`), else the write fails as it is planned, before
+any producer connects.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from .options.parse import PulsarOptions
 from .options.schema import RAW
 from .streamnative_rows import SinkColumns
 from .txn_registry import Registry, abort_all, registry_topic
-from .write_schema import RowEncoder, WritePlan, plan_write
+from .write_schema import RowEncoder, WritePlan, near_misses, plan_write
 
 __all__ = [
     "ACCEPTED_COLUMNS",
@@ -106,13 +110,18 @@ def check_columns(schema: StructType, options: PulsarOptions) -> None:
     names = schema.fieldNames()
     unknown = [n for n in names if n not in ACCEPTED_COLUMNS]
     if unknown:
+        hint = near_misses(unknown)
         msg = (
-            f"the pulsar sink cannot write column(s) {unknown}; it accepts "
+            f"the pulsar sink cannot write column(s) {unknown}"
+            f"{f' (did you mean {hint}?)' if hint else ''}; it accepts "
             f"{_accepted(typed)}. Select or rename the columns first."
         )
         raise PulsarWriteError(msg)
     if "value" not in names:
-        msg = f"the pulsar sink needs a 'value' column; it accepts {_accepted(typed)}"
+        msg = (
+            f"the pulsar sink needs a 'value' column (the DataFrame's columns: "
+            f"{', '.join(names)}); it accepts {_accepted(typed)}"
+        )
         raise PulsarWriteError(msg)
     for field in schema.fields:
         if field.name in typed:
@@ -134,36 +143,48 @@ def check_columns(schema: StructType, options: PulsarOptions) -> None:
         raise PulsarOptionError(option="topic", message=msg)
 
 
-def plan_topic_writes(options: PulsarOptions, schema: StructType) -> dict[str, WritePlan]:
+def plan_topic_writes(
+    options: PulsarOptions, schema: StructType, packed: tuple[str, ...] = ()
+) -> dict[str, WritePlan]:
     """On the driver: the :class:`WritePlan` of the topic option's topic (none for raw
-    writes, or when the broker cannot be reached now: the tasks plan then).
+    writes, or when the broker cannot be reached now: the tasks plan then). ``packed``:
+    the DataFrame's columns when it has no ``value`` and they make it up
+    (:attr:`.streamnative_rows.SinkColumns.packed`).
 
     Raises:
-        PulsarWriteError: the DataFrame does not fit the topic's schema, naming the fields.
+        PulsarWriteError: the DataFrame does not fit the topic's schema, naming the fields;
+            columns packed into ``value`` without ``rowLayout=streamnative`` or a topic's
+            record schema they fit (:func:`.write_schema.check_packed`).
     """
-    if options.schema_mode == RAW or options.topic is None:
+    if options.topic is None or (options.schema_mode == RAW and not packed):
         return {}
     from .spark_types import arrow_for
 
     arrow = arrow_for(schema)
     key = arrow.field("key").type if "key" in arrow.names else None
     value = arrow.field("value").type
-    if not _asks_topic_schema(value, options):
-        return {options.topic: plan_write(options.topic, value, key, options, None)}
+    if options.schema_mode == RAW:  # packed: refused unless rowLayout=streamnative
+        plan_write(options.topic, value, key, options, None, packed)
+        return {}
+    if not _asks_topic_schema(value, options, packed):
+        return {options.topic: plan_write(options.topic, value, key, options, None, packed)}
     try:
         with open_client(options) as client:
             latest = client.latest_schema(options.topic)
     except Exception:
         log.debug("pulsar sink: the topic's schema could not be read now", exc_info=True)
         return {}
-    return {options.topic: plan_write(options.topic, value, key, options, latest)}
+    return {options.topic: plan_write(options.topic, value, key, options, latest, packed)}
 
 
-def _asks_topic_schema(value: pa.DataType, options: PulsarOptions) -> bool:
+def _asks_topic_schema(
+    value: pa.DataType, options: PulsarOptions, packed: tuple[str, ...] = ()
+) -> bool:
     """Whether the plan depends on the topic's schema: binary values without
-    ``keyValueEncoding`` go as given whatever the topic has (no broker round trip)."""
+    ``keyValueEncoding`` go as given whatever the topic has (no broker round trip), unless
+    they are a DataFrame's packed columns (:func:`.write_schema.check_packed` asks)."""
     binary = pa.types.is_binary(value) or pa.types.is_large_binary(value)
-    return not binary or options.key_value_encoding is not None
+    return not binary or options.key_value_encoding is not None or bool(packed)
 
 
 @dataclass
@@ -294,14 +315,16 @@ class PulsarArrowWriter(DataSourceArrowWriter):
     def _plan(self, client: PulsarClient, topic: str, table: pa.Table) -> WritePlan:
         plan = self.plans.get(topic)
         if plan is None:
-            if self.options.schema_mode == RAW:
+            packed = () if self.sink is None else self.sink.packed
+            if self.options.schema_mode == RAW and not packed:
                 plan = WritePlan(topic, None)
             else:
                 key = table.column("key").type if "key" in table.column_names else None
                 value = table.column("value").type
-                asks = _asks_topic_schema(value, self.options)
+                raw = self.options.schema_mode == RAW
+                asks = not raw and _asks_topic_schema(value, self.options, packed)
                 latest = client.latest_schema(topic) if asks else None
-                plan = plan_write(topic, value, key, self.options, latest)
+                plan = plan_write(topic, value, key, self.options, latest, packed)
             self.plans[topic] = plan
         return plan
 

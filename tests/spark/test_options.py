@@ -183,7 +183,7 @@ def test_each_option_is_one_row_of_the_table() -> None:
     assert len(spellings) == len(set(spellings))
     defaults = _parse()
     for option in OPTIONS:
-        assert option.scope.label  # every scope has its README wording
+        assert option.scope.label  # every scope has its reference wording
         if option.field is not None and not option.required:  # the default: its text parsed
             text = option.default
             assert getattr(defaults, option.field) == (
@@ -259,16 +259,17 @@ def test_bad_options_through_spark_name_the_option(spark, pulsar_lite) -> None:
         ).option("startingOffsets", '{"b": -2}').load().count()
 
 
-def test_the_readme_options_table_is_the_generated_one() -> None:
+def test_the_options_reference_table_is_the_generated_one() -> None:
     from pathlib import Path
 
     from pulsar_spark.spark.options.table import markdown_table
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "options.md"
+    text = page.read_text("utf-8")
     start, end = "<!-- options -->\n", "\n<!-- /options -->"
-    table = readme[readme.index(start) + len(start) : readme.index(end)]
+    table = text[text.index(start) + len(start) : text.index(end)]
     assert table == markdown_table(), (
-        "README.md's options table differs from the option definitions: paste "
+        "docs/reference/options.md's table differs from the option definitions: paste "
         "pulsar_spark.spark.options.table.markdown_table() between its <!-- options --> markers"
     )
     for option in OPTIONS:

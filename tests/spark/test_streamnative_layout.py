@@ -5,7 +5,9 @@ the sink's column mapping), then reads and writes on Apache Pulsar (a registry, 
 record topic): the DataFrame's schema is StreamNative's, its values the messages',
 ``__messageId`` the official client's ``MessageId.serialize()`` of each message (plain,
 batched, partitioned, chunked), a write with ``__topic``/``__key`` columns routes and
-keys its rows, and a stream gives the same columns and writes them back as they are.
+keys its rows, and a stream gives the same columns and writes them back as they are
+(columns packed into a record with ``rowLayout=streamnative`` on the write, refused
+without it on a topic without a schema).
 The broker tests share two topics, written once.
 """
 
@@ -170,6 +172,7 @@ def test_the_sink_maps_streamnative_columns() -> None:
     )
     columns = sink_columns(schema)
     assert columns.schema.names == ["value", "key", "eventTime"]
+    assert columns.packed == ("id", "name", "__key", "__eventTime", "__messageId")
     batch = pa.RecordBatch.from_pylist(
         [{"id": 1, "name": "a", "__key": "k", "__eventTime": 5, "__messageId": b""},
          {"id": 2, "name": None, "__key": None, "__eventTime": 0, "__messageId": b""}],
@@ -343,7 +346,10 @@ def test_a_write_routes_by_topic_column_and_keys_rows(spark, apache_pulsar, topi
         "id long, name string, __topic string, __key string, __eventTime long, "
         "__messageProperties map<string,string>, __messageId binary, __publishTime timestamp",
     )
-    frame.write.format("pulsar").option("service.url", url).mode("append").save()
+    sink = frame.write.format("pulsar").option("service.url", url).mode("append")
+    with pytest.raises(Exception, match=r"no 'value' column \(its columns: id, name, __topic"):
+        sink.save()  # columns packed into a record only when asked: nothing written
+    sink.option("rowLayout", "streamnative").save()
     back = _read(spark, url, topics=",".join(out))
     assert back.columns[:2] == ["id", "name"]  # the other columns, as a record
     got = sorted(
@@ -388,6 +394,7 @@ def test_a_stream_reads_and_writes_streamnative_columns(
     assert [(f.name, f.dataType) for f in df.schema][2:] == META
     query = (
         df.writeStream.format("pulsar").option("service.url", url).option("topic", out)
+        .option("rowLayout", "streamnative")  # the record's fields packed again
         .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start()
     )  # fmt: skip
     query.awaitTermination(120)

@@ -54,7 +54,8 @@ class Connection:
     Use :meth:`open` to create one. All methods are thread-safe.
 
     Args:
-        host, port: where to connect.
+        host: the broker's host name.
+        port: the broker's port.
         config: the client's configuration (TLS, auth, timeouts, keep-alive).
         proxy_to_broker_url: ask a Pulsar proxy to forward to this broker.
     """

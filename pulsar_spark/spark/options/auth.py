@@ -66,7 +66,7 @@ def _shown_plugin(value: str) -> str:
 
 
 def auth_plugin(name: str, value: str) -> str:
-    """The plugin's kind: token, basic, tls or oauth2."""
+    """The plugin's kind: token, basic, tls, keystoretls or oauth2."""
     kind = _AUTH_CLASSES.get(value.strip().lower())
     if kind is None:
         known = sorted(k for k in _AUTH_CLASSES if "." in k)

@@ -69,7 +69,9 @@ JAVA_FIELDS: tuple[Foreign, ...] = (
     _ignored(_C + "memoryLimitBytes",
              "has no effect here: reads are bounded by readBufferBytes, writes by "
              "maxPendingMessages"),
-    _ignored(_C + "enableTransaction", "has no effect here: no transactions are used"),
+    _ignored(_C + "enableTransaction",
+             "has no effect here: deliveryGuarantee=exactly-once writes in transactions "
+             "whatever it says, other reads and writes use none"),
     _ignored(_C + "sslProvider", "has no effect here: Python's ssl (OpenSSL) is used"),
     _ignored(_C + "description", "has no effect here: not sent to the broker"),
     _refused(_C + "authParamMap", "is not taken: give pulsar.client.authParams (JSON)"),

@@ -7,8 +7,8 @@ that turns its text into a value (:mod:`.values`), the
 :class:`~pulsar_spark.spark.options.parse.PulsarOptions` field that value goes to,
 its default as a user would write it, and its documentation.
 :func:`~pulsar_spark.spark.options.parse.parse_options` is a loop over this table,
-and the README's options table is :func:`markdown_table`. Nothing here
-imports pyspark.
+and the documentation's options reference (``docs/reference/options.md``) is
+:func:`markdown_table`. Nothing here imports pyspark.
 
 Names follow the Kafka and StreamNative connectors: ``service.url``,
 ``topic``/``topics``/``topicsPattern``, ``startingOffsets``/``endingOffsets``,
@@ -48,7 +48,7 @@ class Scope(enum.Flag):
 
     @property
     def label(self) -> str:
-        """How the README's "applies to" column says it."""
+        """How the options reference's "applies to" column says it."""
         return _LABELS[self]
 
 
@@ -104,7 +104,7 @@ READ, WRITE, ALL = Scope.READ, Scope.WRITE, Scope.ALL
 
 # A table: one option a row, laid out by hand.
 # fmt: off
-#: Every option, in the order the README's table lists them:
+#: Every option, in the order the options reference lists them:
 #: name, aliases, scope, parser, PulsarOptions field, default, doc.
 OPTIONS: tuple[Option, ...] = (
     Option("service.url", ("serviceUrl", _C + "serviceUrl"), ALL, v.service_url, "service_url",
@@ -145,7 +145,8 @@ OPTIONS: tuple[Option, ...] = (
            "partitions are split by entry ranges (or publish-time ranges across ledgers)"),
     Option("pushFilters", (), BATCH_READ, v.push_filters, "push_filters", "auto",
            "with Spark's `spark.sql.python.filterPushdown.enabled` (Spark 4.1+), filters on "
-           "`topic`, `partition` and `publishTime` narrow what is read (see Filter pushdown); "
+           "`topic`, `partition` and `publishTime` narrow what is read (see [filter "
+           "pushdown](../guides/batch.md)); "
            "`auto`: where Spark keeps a pushed plan to its own query (not in 4.1 to 4.3), "
            "`true`: on 4.1 to 4.3 too (load a DataFrame per filtered query there), `false`: "
            "never"),
@@ -172,8 +173,8 @@ OPTIONS: tuple[Option, ...] = (
            "checkpoint)"),
     Option("subscriptionMode", (), STREAM_READ, v.subscription_mode, "durable", "durable",
            "`durable`: the stream holds its data on the broker with a durable subscription, "
-           "moved to each committed micro-batch's end (see [what a stream leaves on the "
-           "broker](#what-a-stream-leaves-on-the-broker)); `nonDurable`: nothing on the "
+           "moved to each committed micro-batch's end (see [streaming]"
+           "(../guides/streaming.md)); `nonDurable`: nothing on the "
            "broker, safe only where retention keeps the data until the stream reads it"),
     Option("subscriptionPrefix", ("pulsar.reader.subscriptionRolePrefix",), READ,
            rd.subscription_prefix, "subscription_prefix", None,
@@ -206,11 +207,14 @@ OPTIONS: tuple[Option, ...] = (
            "`fail`: a value that does not decode fails the task, naming the message id, "
            "schema version and field; `deadLetter`: its `value` is null and a `decodeError` "
            "column holds the error (null for the rows that decoded)"),
-    Option("rowLayout", (), READ, row_layout, "row_layout", "pulsar-spark",
-           "`pulsar-spark`: the columns of [the row schema](#the-row-schema); `streamnative`: "
+    Option("rowLayout", (), ALL, row_layout, "row_layout", "pulsar-spark",
+           "`pulsar-spark`: the columns of [the row schema](rows.md); `streamnative`: "
            "StreamNative's (a record's fields, or `value`, then `__key`, `__topic`, "
            "`__messageId`, `__publishTime`, `__eventTime`, `__messageProperties`), see "
-           "[the rows are different](#the-rows-are-different)"),
+           "[migrating](../guides/migrating.md). Writes: `streamnative` packs the columns of "
+           "a DataFrame without `value` into a record, as StreamNative's sink does; without "
+           "it such a DataFrame is written only to a topic whose record schema its columns "
+           "fit, and refused otherwise"),
     Option("valueSchemaType", (), WRITE, sch.value_schema_type, "value_schema_type", "avro",
            "the schema a struct `value` is written with: `avro` or `json`"),
     Option("recordName", (), WRITE, v.non_empty, "record_name", "topLevelRecord",
@@ -260,7 +264,8 @@ OPTIONS: tuple[Option, ...] = (
            ALL, auth_plugin, None, None,
            "`org.apache.pulsar.client.impl.auth.AuthenticationToken`, "
            "`...AuthenticationBasic`, `...AuthenticationTls`, "
-           "`...oauth2.AuthenticationOAuth2`, or `token`, `basic`, `tls`, `oauth2`"),
+           "`...AuthenticationKeyStoreTls`, `...oauth2.AuthenticationOAuth2`, or `token`, "
+           "`basic`, `tls`, `keystoretls`, `oauth2`"),
     Option(_C + "authParams", ("authParams", "pulsarClientAuthParams"), ALL, v.text, None, None,
            "the plugin's parameters, as the Java client takes them (`token:...`, "
            "`file:///...`, JSON, `key:value,key:value`)"),
@@ -314,8 +319,10 @@ OPTIONS: tuple[Option, ...] = (
            "namespace"),
     Option("producerNamePrefix", (_P + "producerName",), WRITE, v.non_empty,
            "producer_name_prefix", None,
-           "producer names become `<prefix>-<stage>-<task>-<attempt>`; the broker picks "
-           "names otherwise"),
+           "batch writes name their producers `<prefix>-<stage>-<task>-<attempt>` (the "
+           "broker picks names without it); stream writes `<prefix>-<query id>-<partition>` "
+           "(prefix `pulsar-spark` without it), the fixed names a deduplicating broker needs; "
+           "exactly-once streams name them as batch writes do"),
     Option("privateKey", ("pulsar.reader.privateKey", "privateKeyUrl"), READ,
            crypto.private_key, "private_key", None,
            "decrypts end-to-end encrypted messages: a PEM private key as a URL (`file:///path`, "
@@ -385,8 +392,9 @@ def spellings() -> list[str]:
 
 
 def markdown_table() -> str:
-    """The options reference as a Markdown table, generated from :data:`OPTIONS` (the
-    README carries it between ``<!-- options -->`` markers; a test keeps them equal)."""
+    """The options reference as a Markdown table, generated from :data:`OPTIONS`
+    (``docs/reference/options.md`` carries it between ``<!-- options -->`` markers; a test
+    keeps them equal). Its links are relative to that page."""
     lines = ["| option | applies to | default | meaning |", "|---|---|---|---|"]
     for option in OPTIONS:
         name = f"`{option.name}`"
