@@ -171,14 +171,18 @@ def test_the_migration_table_renders() -> None:
     assert "`admin.url`" in table and "`predefinedSubscription`" in table
 
 
-def test_the_readme_migration_table_is_the_generated_one() -> None:
-    """Once the README carries the table between ``<!-- migration -->`` markers, it is
-    :func:`option_migration.markdown_table`'s (before that, the draft is in the notes)."""
+def _between(text: str, marker: str) -> str:
+    start, end = f"<!-- {marker} -->\n", f"\n<!-- /{marker} -->"
+    assert start in text and end in text, f"no <!-- {marker} --> table in the page"
+    return text[text.index(start) + len(start) : text.index(end)].strip()
+
+
+def test_the_migration_tables_of_the_docs_are_the_generated_ones() -> None:
+    """docs/guides/migrating.md carries the tables between ``<!-- migration -->`` and
+    ``<!-- java-fields -->`` markers: :func:`migration.markdown_table`'s, of
+    :data:`FOREIGN` and of :data:`JAVA_FIELDS`."""
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
-    start, end = "<!-- migration -->\n", "\n<!-- /migration -->"
-    if start not in readme:
-        return
-    shown = readme[readme.index(start) + len(start) : readme.index(end)].strip()
-    assert shown == migration.markdown_table()
+    page = (Path(__file__).parents[2] / "docs" / "guides" / "migrating.md").read_text("utf-8")
+    assert _between(page, "migration") == migration.markdown_table()
+    assert _between(page, "java-fields") == migration.markdown_table(JAVA_FIELDS)

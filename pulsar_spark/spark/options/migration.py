@@ -47,8 +47,9 @@ Decide = Callable[[str, str], dict[str, str]]
 @dataclass(frozen=True)
 class Foreign:
     """One option of another connector: ``name`` (a ``.*`` suffix: every key under that
-    prefix), where it comes from, what it does here (``note``: the README's words and
-    the warning's or error's text) and, for ``ALIAS``, our option it spells."""
+    prefix), where it comes from, what it does here (``note``: the words of the
+    migration table in ``docs/guides/migrating.md`` and the warning's or error's text)
+    and, for ``ALIAS``, our option it spells."""
 
     name: str
     origin: str
@@ -94,7 +95,8 @@ _WAIT = (
 
 # fmt: off
 #: Every option of StreamNative's README and of Databricks' Pulsar documentation (and
-#: the Kafka source's that Kafka users bring), in the README's order.
+#: the Kafka source's that Kafka users bring), in the order of the migration table of
+#: ``docs/guides/migrating.md``.
 FOREIGN: tuple[Foreign, ...] = (
     Foreign("service.url", BOTH, Treatment.ALIAS, "same", "service.url",
             example="pulsar://localhost:6650"),
@@ -250,8 +252,9 @@ def apply(row: Foreign, key: str, value: str) -> dict[str, str]:
 
 
 def markdown_table(rows: tuple[Foreign, ...] = FOREIGN) -> str:
-    """The README's "Coming from StreamNative / Databricks / Kafka" option table (also
-    of :data:`~.passthrough.JAVA_FIELDS`)."""
+    """The option table of ``docs/guides/migrating.md`` ("Their options", between
+    ``<!-- migration -->`` markers), or of :data:`~.passthrough.JAVA_FIELDS` (between
+    ``<!-- java-fields -->`` markers); a test keeps the page equal to it."""
     lines = ["| their option | from | here |", "|---|---|---|"]
     for row in rows:
         if row.kind is Treatment.ALIAS:
