@@ -21,8 +21,9 @@ from pulsar_spark.protocol import Frame, FrameDecoder, codec_by_name
 
 TESTS_DIR = Path(__file__).resolve().parent
 
-#: The brokers' fixtures (pulsar-lite, Apache Pulsar, the fault proxy) and report hook.
-pytest_plugins = ["tests.support.plugin", "tests.support.ordering"]
+#: The brokers' fixtures (pulsar-lite, Apache Pulsar, the fault proxy) and report hook; the
+#: shared Spark session (``spark``).
+pytest_plugins = ["tests.support.plugin", "tests.support.ordering", "tests.support.spark"]
 
 GOLDEN_DIR = TESTS_DIR / "golden"
 

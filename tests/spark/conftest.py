@@ -1,26 +1,14 @@
-"""Fixtures of the Spark tests: one local[2] SparkSession for all of them (the pulsar source
-registered; see :func:`tests.support.spark.local_session`), a reader and a partitioned URL."""
+"""Fixtures of the Spark tests: a reader and a partitioned URL (the shared ``spark`` session is
+:func:`tests.support.spark.spark`, a plugin of ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.spark import local_session
-
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, SparkSession
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    session = local_session()
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 @pytest.fixture

@@ -79,7 +79,6 @@ def test_a_fresh_session_finds_the_pulsar_format_without_registering(
 
 def test_the_module_spark_looks_up_is_the_data_source() -> None:
     import pyspark_pulsar
-
     from pulsar_spark import PulsarDataSource
 
     assert pyspark_pulsar.DefaultSource is PulsarDataSource

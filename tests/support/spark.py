@@ -29,13 +29,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "assert_same_rows",
+    "spark",
     "available_now_values",
     "TEST_JVM_OPTIONS",
     "local_connect_session",
@@ -50,6 +54,18 @@ _SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 #: C2's compile threads and the parallel collector's threads only slow on the 2-core CI
 #: machines (a peers' test file: 21% less driver CPU, 11% less wall).
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The run's shared classic ``local[2]`` session (:func:`local_session`), for the Spark
+    tests and the documentation's examples; this module is a pytest plugin of
+    ``tests/conftest.py`` for it."""
+    session = local_session()
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 def local_session(master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
