@@ -17,6 +17,7 @@ limit, normally the frame limit) and checks the result against it after.
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections.abc import Callable
 
@@ -41,8 +42,17 @@ CODEC_NAMES: dict[int, str] = {
 }
 _BY_NAME = {name: value for value, name in CODEC_NAMES.items()}
 
-_zstd_compressor = zstandard.ZstdCompressor(level=3)
-_zstd_decompressor = zstandard.ZstdDecompressor()
+
+class _ZstdContexts(threading.local):
+    """A zstd compressor and decompressor per thread: python-zstandard's contexts are not
+    safe to use from two threads at once, and producers and readers run in several."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=3)
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+_zstd = _ZstdContexts()
 
 
 def codec_by_name(name: str | None) -> int:
@@ -73,7 +83,7 @@ def compress(codec: int, data: Buffer) -> bytes:
         # A complete stream; decoders accept it as well as unfinished ones.
         return zlib.compress(data)
     if codec == pb.ZSTD:
-        return _zstd_compressor.compress(data)
+        return _zstd.compressor.compress(data)
     if codec == pb.SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
     msg = f"cannot compress with unknown codec {codec}"
@@ -154,7 +164,7 @@ def _zlib(data: Buffer, size: int, limit: int) -> Buffer:
     return zlib.decompressobj().decompress(data, size + 1)
 
 
-def _zstd(data: Buffer, size: int, limit: int) -> Buffer:
+def _unzstd(data: Buffer, size: int, limit: int) -> Buffer:
     # The frame header may carry its own content size, which the library would
     # allocate without looking at max_output_size: check it first.
     content_size = zstandard.get_frame_parameters(data).content_size
@@ -163,11 +173,11 @@ def _zstd(data: Buffer, size: int, limit: int) -> Buffer:
             msg = f"zstd frame declares {content_size} bytes inside, metadata declares {size}"
             raise UncompressedSizeMismatch(msg)
         if size:
-            return _zstd_decompressor.decompress(data, max_output_size=size)
+            return _zstd.decompressor.decompress(data, max_output_size=size)
     # No content size in the header (or an empty one): stream out at most
     # one byte more than declared, which reveals a payload that inflates too far.
     out = bytearray()
-    with _zstd_decompressor.stream_reader(data) as reader:
+    with _zstd.decompressor.stream_reader(data) as reader:
         while len(out) <= size:
             piece = reader.read(size + 1 - len(out))
             if not piece:
@@ -192,6 +202,6 @@ def _snappy(data: Buffer, size: int, limit: int) -> Buffer:
 _DECODERS: dict[int, Callable[[Buffer, int, int], Buffer]] = {
     pb.LZ4: _lz4,
     pb.ZLIB: _zlib,
-    pb.ZSTD: _zstd,
+    pb.ZSTD: _unzstd,
     pb.SNAPPY: _snappy,
 }

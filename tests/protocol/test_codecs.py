@@ -349,3 +349,28 @@ def test_codec_by_name_lists_the_valid_names(name: str) -> None:
         codec_by_name(name)
     assert "lz4, none, snappy, zlib, zstd" in str(info.value)
     assert repr(name) in str(info.value)
+
+
+def test_zstd_compresses_and_inflates_from_many_threads_at_once() -> None:
+    """Producers and readers share the module from several threads: each payload, compressed
+    and inflated while seven other threads do the same, comes back as it went in."""
+    import threading
+
+    start = threading.Barrier(8)
+    failures: list[str] = []
+
+    def work(n: int) -> None:
+        payloads = [os.urandom(512) * (1 + (n + i) % 64) for i in range(150)]
+        start.wait()
+        for payload in payloads:
+            packed = compress(pb.ZSTD, payload)
+            back = bytes(decompress(pb.ZSTD, packed, len(payload), len(payload)))
+            if back != payload or zstandard.decompress(packed) != payload:
+                failures.append(f"thread {n}: a {len(payload)}-byte payload came back changed")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
