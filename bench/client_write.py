@@ -39,6 +39,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import PulsarLite, broker_url, child_report, run_child
+from _results import write_result
 from client_read import KEYS_ENV, _keys, _write_keys
 
 from pulsar_spark.client import PulsarClient
@@ -99,6 +100,7 @@ def main() -> int:
     )
     parser.add_argument("--partitions", type=int, default=0, help="topics of N partitions")
     parser.add_argument("--keys", type=int, default=0, help="row i keyed k<i %% K>")
+    parser.add_argument("--json-out", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
         "--child", nargs=4, metavar=("WRITER", "URL", "TOPIC", "N"), help=argparse.SUPPRESS
     )
@@ -134,6 +136,7 @@ def main() -> int:
             url = stack.enter_context(broker_url(args.service_url, "bench-write-"))
         best = {"ours": float("inf"), "official": float("inf")}
         rss = {"ours": 0.0, "official": 0.0}
+        times: dict[str, list[float]] = {"ours": [], "official": []}
         for run in range(args.runs):
             for name in ("ours", "official"):
                 topic = f"persistent://public/default/bench-write-{name}-{run}-{int(time.time())}"
@@ -149,6 +152,7 @@ def main() -> int:
                     str(args.keys),
                 )
                 best[name] = min(best[name], report["seconds"])
+                times[name].append(report["seconds"])
                 rss[name] = max(rss[name], report["rss_mib"])
         for name in ("ours", "official"):
             print(
@@ -156,6 +160,21 @@ def main() -> int:
                 f"  peak RSS {rss[name]:.0f} MiB"
             )
         print(f"ours/official: {best['official'] / best['ours']:.2f}x (goal: at least 1.0x)")
+        if args.json_out:
+            write_result(
+                args.json_out,
+                "client_write",
+                messages=args.messages,
+                size=args.size,
+                encrypted=args.encrypted,
+                partitions=args.partitions,
+                keys=args.keys,
+                runs=args.runs,
+                broker=args.service_url or "pulsar-lite (embedded)",
+                seconds=times,
+                rss_mib=rss,
+                ratio_best=best["official"] / best["ours"],
+            )
     return 0
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import spark_session
+from _results import write_result
 from pyspark import cloudpickle
 from spark_read import MemoryDataSource, MemoryReader, produce_ours, read_client
 from support.lite import PulsarLite
@@ -95,7 +96,9 @@ def timed(spark, setting: str, query) -> tuple[float, int]:
     return time.perf_counter() - started, count
 
 
-def compare(spark, name: str, query, runs: int, goal: float, least: float) -> bool:
+def compare(
+    spark, name: str, query, runs: int, goal: float, least: float, found: dict | None = None
+) -> bool:
     timed(spark, "false", query)  # warm-up, both ways
     timed(spark, "true", query)
     off: list[float] = []
@@ -108,6 +111,12 @@ def compare(spark, name: str, query, runs: int, goal: float, least: float) -> bo
             counts.add(count)
     ratio = min(off) / min(on)
     same = len(counts) == 1
+    if found is not None:
+        found[name] = {
+            "count": sorted(counts),
+            "seconds": {"without": off, "with": on, "floor_best": least},
+            "goal": goal,
+        }
     print(
         f"{name:10s} count {sorted(counts)}  without {min(off):7.3f} s  with {min(on):7.3f} s"
         f"  ratio {ratio:6.1f}x (goal {goal:g}x){'' if same else '  COUNTS DIFFER'}",
@@ -127,7 +136,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--window-percent", type=float, default=1.0)
+    parser.add_argument("--json-out", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
+    found: dict = {}
     root = Path(tempfile.mkdtemp(prefix="bench-pushdown-"))
     four = PulsarLite(root / "four", name="bench-4", default_partitions=4)
     eight = PulsarLite(root / "eight", name="bench-8", default_partitions=8)
@@ -172,7 +183,7 @@ def main() -> int:
         since = f"publishTime >= '{cut.isoformat()}'"
         window = compare(
             spark, "window", lambda: load(four.service_url, topic).where(since).count(),
-            args.runs, 20, floor(spark, window_file, 4, since, args.runs),
+            args.runs, 20, floor(spark, window_file, 4, since, args.runs), found,
         )  # fmt: skip
         partition = compare(
             spark,
@@ -181,8 +192,20 @@ def main() -> int:
             args.runs,
             6,
             floor(spark, partition_file, 1, "partition = 3", args.runs),
+            found,
         )
         spark.stop()
+        if args.json_out:
+            write_result(
+                args.json_out,
+                "spark_pushdown",
+                messages=args.messages,
+                size=args.size,
+                runs=args.runs,
+                window_percent=args.window_percent,
+                broker="pulsar-lite (embedded; 4 and 8 partitions)",
+                queries=found,
+            )
         return 0 if window and partition else 1
     finally:
         four.close()

@@ -39,6 +39,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import broker_url, spark_session
+from _results import write_result
 from _shapes import SHAPES, sample_table
 
 from pulsar_spark.client import PulsarClient
@@ -162,6 +163,7 @@ def main() -> int:
         metavar="KEY=VALUE",
         help="another option of the pulsar read (repeatable)",
     )
+    parser.add_argument("--json-out", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
     n = args.messages
 
@@ -217,6 +219,24 @@ def main() -> int:
             f"speed-up from a second core: pulsar {results[2][0] / results[1][0]:.2f}x, "
             f"ceiling {results[2][1] / results[1][1]:.2f}x"
         )
+        if args.json_out:
+            write_result(
+                args.json_out,
+                "spark_read",
+                messages=n,
+                size=args.size,
+                shape=args.shape,
+                runs=args.runs,
+                partitions=args.partitions,
+                broker=args.service_url or "pulsar-lite (embedded)",
+                best_rows_per_s={
+                    "client": client_rate,
+                    **{
+                        f"local[{cores}]": {"pulsar": rates[0], "ceiling": rates[1]}
+                        for cores, rates in results.items()
+                    },
+                },
+            )
     return 0
 
 

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _broker import broker_url, spark_session
 from _cpu import report, snapshot
+from _results import write_result
 
 from pulsar_spark.client import PulsarClient
 
@@ -257,7 +258,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--service-url")
+    parser.add_argument("--json-out", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
+    result: dict = {"latency": {}, "phases_ms": {}}
     spark = spark_session("pulsar-spark-bench-stream", 2, TickSource)
     try:
         with broker_url(args.service_url, "bench-stream-") as url:
@@ -275,11 +278,20 @@ def main() -> int:
                 p50 = statistics.median(seen)
                 p99 = seen[min(len(seen) - 1, int(len(seen) * 0.99))]
                 found[name] = (p50, p99)
+                result["latency"][name] = {
+                    "messages": len(seen),
+                    **{
+                        f"p{q}_ms": seen[min(len(seen) - 1, int(len(seen) * q / 100))] * 1000
+                        for q in (50, 90, 95, 99)
+                    },
+                    "max_ms": seen[-1] * 1000,
+                }
                 print(
                     f"latency ({name}), default trigger, {args.rate} msgs/s for "
                     f"{args.seconds:g} s: p50 {p50 * 1000:.0f} ms  p99 {p99 * 1000:.0f} ms  "
                     f"max {seen[-1] * 1000:.0f} ms  ({len(seen)} messages)"
                 )
+                result["phases_ms"][name] = dict(figures)
                 print(
                     f"  median ms per micro-batch ({figures.pop('batches')} batches): "
                     + ", ".join(f"{k} {v:.0f}" for k, v in figures.items())
@@ -297,6 +309,22 @@ def main() -> int:
                 f"stream/client: {spark_rate / client_rate:.2f}x (the client is one partition "
                 "and no Spark)"
             )
+            if args.json_out:
+                write_result(
+                    args.json_out,
+                    "stream",
+                    rate=args.rate,
+                    seconds=args.seconds,
+                    messages=args.messages,
+                    size=100,
+                    broker=args.service_url or "pulsar-lite (embedded)",
+                    **result,
+                    throughput_rows_per_s={
+                        "stream_copy": spark_rate,
+                        "stream_copy_first": first_rate,
+                        "client_copy": client_rate,
+                    },
+                )
     finally:
         spark.stop()
     return 0
