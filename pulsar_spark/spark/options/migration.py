@@ -153,7 +153,7 @@ FOREIGN: tuple[Foreign, ...] = (
             "same (bytes of payload per micro-batch, shared fairly by the partitions; at "
             "least one message each micro-batch)", "maxBytesPerTrigger", example="1048576"),
     Foreign("waitingForNonExistedTopic", SN, Treatment.BY_VALUE,
-            "`false`: accepted (our behaviour); `true`: error, " + _WAIT,
+            "`false`: accepted (what this connector does); `true`: error, " + _WAIT,
             decide=_only_false(_WAIT)),
     Foreign("allowDifferentTopicSchemas", SN, Treatment.BY_VALUE,
             "`true`: same as `schemaMode=raw` (binary `value`, no schema); `false`: "
