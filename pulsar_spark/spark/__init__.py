@@ -15,6 +15,9 @@
   :mod:`.schema_change` and :mod:`.streamnative_rows` (``rowLayout=streamnative``) serve them.
 - :mod:`.errors` (each a ``PulsarError``) and :mod:`.compat` (the Spark version).
 
+``drop_subscription`` (from :mod:`.stream.subscription`) deletes a stopped stream's durable
+subscription.
+
 pyspark loads with :mod:`.datasource`, :mod:`.reader`, :mod:`.writer`, :mod:`.spark_types` and
 the stream reader, writer and admission; the other modules import without it.
 """
@@ -23,13 +26,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["SPARK_SCHEMA", "PulsarDataSource"]
+__all__ = ["SPARK_SCHEMA", "PulsarDataSource", "drop_subscription"]
 
 if TYPE_CHECKING:
     from .datasource import SPARK_SCHEMA, PulsarDataSource
+    from .stream.subscription import drop_subscription
 
 
 def __getattr__(name: str) -> Any:
+    if name == "drop_subscription":  # no pyspark needed: it talks to the broker only
+        from .stream.subscription import drop_subscription
+
+        return drop_subscription
     if name in __all__:
         from . import datasource
 
