@@ -32,18 +32,15 @@ import json
 import os
 import random
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pyarrow as pa
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.protocol import PulsarError
+from pulsar_spark.embedded import EmbeddedBroker
 
 REGIONS = ("north", "south", "east", "west")
 #: Orders of this amount or more are "big": the stream picks them out.
@@ -52,58 +49,11 @@ BIG = 250.0
 
 @contextlib.contextmanager
 def embedded_broker() -> Iterator[str]:
-    """Start pulsar-lite on a free port; yield its service URL; stop it."""
-    from pulsar_lite.binary_finder import find_pulsar_lite_binary
-
-    root = Path(tempfile.mkdtemp(prefix="pulsar-spark-main-"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = root / "pulsar-lite.toml"
-    # The metrics endpoint would bind 0.0.0.0:8080: leave it off.
-    config.write_text("default_partitions = 0\n\n[metrics]\nenabled = false\n")
-    log = (root / "broker.log").open("wb")
-    process = subprocess.Popen(
-        [
-            find_pulsar_lite_binary(),
-            "--addr",
-            f"127.0.0.1:{port}",
-            "--db-path",
-            str(root / "data"),
-            "--config",
-            str(config),
-            "--log-level",
-            "warn",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"pulsar://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                msg = f"pulsar-lite exited with status {process.returncode}; see {log.name}"
-                raise RuntimeError(msg)
-            try:
-                with PulsarClient(url, connect_timeout=1, operation_timeout=2) as client:
-                    client.get_partitions("readiness-check")
-                break
-            except PulsarError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        print(f"pulsar-lite is up at {url} (pid {process.pid})")
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-        shutil.rmtree(root, ignore_errors=True)
+    """Start pulsar-lite on a free port, its data in a temporary directory; yield its service
+    URL; stop it."""
+    with EmbeddedBroker() as broker:
+        print(f"pulsar-lite is up at {broker.service_url}")
+        yield broker.service_url
 
 
 def produce_orders(

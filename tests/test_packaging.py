@@ -34,7 +34,7 @@ import pulsar_spark
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pulsar_spark"
 #: Modules that are command-line tools and may print.
-CLI_MODULES = {"dump.py"}
+CLI_MODULES = {"dump.py", "embedded.py"}
 
 
 def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -102,6 +102,7 @@ def test_the_wheel_holds_the_package_its_types_and_license(wheel: Path) -> None:
     } <= names
     entry_points = zf_text(wheel, f"{dist_info}/entry_points.txt")
     assert "pulsar-spark-dump = pulsar_spark.dump:main" in entry_points
+    assert "pulsar-spark-broker = pulsar_spark.embedded:main" in entry_points
     assert f"{dist_info}/licenses/LICENSE" in names
     assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
     assert metadata["Name"] == "pulsar-spark"
@@ -173,6 +174,7 @@ def test_the_main_job_runs_from_the_wheel_with_its_extras_in_a_new_venv(
     where = _run(python, "-I", "-c", "import pulsar_spark; print(pulsar_spark.__file__)").stdout
     assert Path(where.strip()).is_relative_to(env_dir)
     assert (env_dir / "bin" / "pulsar-spark-dump").exists()
+    assert (env_dir / "bin" / "pulsar-spark-broker").exists()
 
 
 def test_the_version_is_pep_440_and_in_the_changelog() -> None:
