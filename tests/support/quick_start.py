@@ -65,9 +65,9 @@ def run_quick_start(spark: SparkSession, url: str, base: str, workdir: Path) -> 
     ``spark``, the running session, is the one the block's ``getOrCreate()`` gets. The
     exactly-once block needs a broker with transactions: the docs tests run it."""
     names = {
-        "orders": f"{base}-orders",
-        "lake/orders": str(workdir / "lake" / "orders"),
-        "checkpoints/orders": str(workdir / "checkpoints" / "orders"),
+        "quickstart-orders": f"{base}-orders",
+        "lake/quickstart-orders": str(workdir / "lake" / "orders"),
+        "checkpoints/quickstart-orders": str(workdir / "checkpoints" / "orders"),
     }
     scope: dict[str, Any] = {}
     exec(_as_here(readme_block("quick-start"), url, names), scope)
@@ -79,11 +79,11 @@ def run_quick_start(spark: SparkSession, url: str, base: str, workdir: Path) -> 
     streaming = _as_here(readme_block("quick-start-stream"), url, names)
     exec(streaming, scope)
     assert scope["query"].exception() is None
-    landed = spark.read.parquet(names["lake/orders"])
+    landed = spark.read.parquet(names["lake/quickstart-orders"])
     assert sorted((r.customer, r.amount) for r in landed.collect()) == [
         ("alice", "12.50"), ("alice", "7.00"), ("bob", "3.99"),
     ]  # fmt: skip
-    produce(url, names["orders"], [b"1.00"], ["carol"])
+    produce(url, names["quickstart-orders"], [b"1.00"], ["carol"])
     exec(streaming, scope)  # the same query again: from its checkpoint, the new order only
-    landed = spark.read.parquet(names["lake/orders"])
+    landed = spark.read.parquet(names["lake/quickstart-orders"])
     assert sorted(r.customer for r in landed.collect()) == ["alice", "alice", "bob", "carol"]
