@@ -188,9 +188,19 @@ def open_entry(
         else:
             data = decompress(metadata.compression, payload, metadata.uncompressed_size, limit)
         if batched:
-            kept = metadata.compacted_batch_indexes
+            kept: Sequence[int] = metadata.compacted_batch_indexes
             count = len(kept) if kept else metadata.num_messages_in_batch
-            if split:
+            whole = None
+            if kept and metadata.num_messages_in_batch > count:
+                # Compactors before Pulsar 4.2 keep only the listed items in the payload;
+                # newer ones keep every item and flag the dropped ones compacted_out.
+                whole = _every_item(data, metadata.num_messages_in_batch)
+                if whole is not None:
+                    _kept_indexes(kept)
+                    count, kept = metadata.num_messages_in_batch, ()
+            if whole is not None:
+                items = whole
+            elif split:
                 items = split_batch(data, count)
             else:
                 check_count(count, len(data))
@@ -249,6 +259,14 @@ def select(
             indexes = entry.batch_indexes
             keep = [i for i in keep if _bit(ack_set, indexes[i])]
     return keep
+
+
+def _every_item(data: bytes | bytearray | memoryview, count: int) -> BatchItems | None:
+    """The batch's items when its payload holds exactly ``count`` of them, else None."""
+    try:
+        return split_batch(data, count)
+    except BatchDecodeError:
+        return None
 
 
 def _kept_indexes(kept: Sequence[int]) -> list[int]:

@@ -21,6 +21,7 @@ from pulsar_spark.protocol import (
     messages,
     open_entry,
     pb,
+    select,
 )
 from pulsar_spark.protocol.entry_messages import decode_key
 from pulsar_spark.protocol.wire import text
@@ -297,6 +298,37 @@ def test_compacted_batch_indexes_must_be_increasing_and_non_negative(kept: list[
     with pytest.raises(BatchDecodeError, match="compacted_batch_indexes") as info:
         open_entry(1, 2, -1, built.metadata, built.payload)
     assert info.value.message_id == "1:2:-1:-1"
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["split", "arrow"])
+def test_a_compacted_batch_that_keeps_every_item_delivers_the_listed_ones(split: bool) -> None:
+    """Pulsar 4.2's compactor keeps all of a batch's items in the payload, the dropped ones
+    empty and flagged compacted_out, and lists the kept ones in compacted_batch_indexes;
+    earlier compactors keep only the listed items (the next test)."""
+    items = [Item(payload=b"", compacted_out=True) for _ in range(3)]
+    items += [Item(payload=b"d", key=b"k1", key_mode="text"), Item(payload=b"e")]
+    built = _batch(items, compacted_batch_indexes=[3, 4])
+    assert built.metadata.num_messages_in_batch == 5
+    entry = open_entry(17, 1, -1, built.metadata, built.payload, split=split)
+    chosen = select(entry)  # what a reader delivers
+    assert [(str(m.message_id), bytes(m.value)) for m in messages(entry, chosen)] == [
+        ("17:1:-1:3", b"d"),
+        ("17:1:-1:4", b"e"),
+    ]
+    rows = _arrow_rows(entry, chosen)
+    assert [(r["messageId"], r["value"]) for r in rows] == [
+        ("17:1:-1:3", b"d"),
+        ("17:1:-1:4", b"e"),
+    ]
+
+
+def test_a_compacted_batch_that_keeps_only_the_listed_items() -> None:
+    built = _batch([Item(payload=b"d"), Item(payload=b"e")], compacted_batch_indexes=[3, 4])
+    built.metadata.num_messages_in_batch = 5
+    entry = open_entry(17, 1, -1, built.metadata, built.payload)
+    chosen = select(entry)
+    assert [str(m.message_id) for m in messages(entry, chosen)] == ["17:1:-1:3", "17:1:-1:4"]
+    assert [r["messageId"] for r in _arrow_rows(entry, chosen)] == ["17:1:-1:3", "17:1:-1:4"]
 
 
 def test_batch_count_zero_or_negative() -> None:
