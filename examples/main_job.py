@@ -107,6 +107,11 @@ def spark_session():
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    if tuple(int(part) for part in spark.version.split(".")[:2]) < (4, 1):
+        # Spark 4.0 does not find the "pulsar" format by itself.
+        from pulsar_spark import PulsarDataSource
+
+        spark.dataSource.register(PulsarDataSource)
     return spark
 
 

@@ -65,6 +65,11 @@ except NameError:
     )
     spark.sparkContext.setLogLevel("ERROR")
 
+if tuple(int(part) for part in spark.version.split(".")[:2]) < (4, 1):
+    # Spark 4.0 (Databricks Runtime 17.x) does not find the "pulsar" format by itself.
+    from pulsar_spark import PulsarDataSource
+
+    spark.dataSource.register(PulsarDataSource)
 RUN = uuid.uuid4().hex[:8]  # topics of this run: reruns never see each other's data
 print(f"Pulsar at {SERVICE_URL}; Spark {spark.version}; run {RUN}")
 # COMMAND ----------
