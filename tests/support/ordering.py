@@ -44,6 +44,14 @@ __all__ = ["SECONDS", "slot_count"]
 #: only loses its place.
 SECONDS: dict[str, int] = {
     "tests/spark/test_soak.py::test_soak_produce_consume_and_unload": 316,
+    "tests/test_packaging.py::test_the_main_job_runs_from_the_wheel_with_its_extras_in_a_new_"
+    "venv": 120,
+    "tests/spark/test_auto_registration.py::test_a_fresh_session_finds_the_pulsar_format_"
+    "without_registering[classic]": 60,
+    "tests/spark/test_auto_registration.py::test_a_fresh_session_finds_the_pulsar_format_"
+    "without_registering[connect]": 60,
+    "tests/spark/test_pipeline.py::test_the_example_pipeline_reads_a_topic_into_a_"
+    "materialized_view": 50,
     "tests/spark/test_stock_broker.py::test_a_driver_killed_mid_batch_and_restarted_after_the_"
     "inactivity_window": 142,
     "tests/test_notebooks.py::test_the_notebooks_run_over_spark_connect": 114,
