@@ -101,6 +101,11 @@ def _failed(topic: str, exc: SchemaError, what: str) -> PulsarWriteError:
     return PulsarWriteError(f"writing to {topic} {what}: {exc}")
 
 
+def _existing(latest: VersionedSchema | None) -> SchemaInfo | None:
+    """The topic's schema as writes see it: None when it has none, or only BYTES."""
+    return None if latest is None or latest.info.type.is_bytes else latest.info
+
+
 def near_misses(names: Sequence[str]) -> str:
     """``'value' for 'valeu'``, for each of ``names`` that looks like a misspelt column
     name the sink knows (ours or StreamNative's), joined by commas; empty when none does."""
@@ -133,7 +138,7 @@ def check_packed(
     """
     if not packed or options.row_layout == STREAMNATIVE:
         return
-    existing = None if latest is None or latest.info.type.is_bytes else latest.info
+    existing = _existing(latest)
     if options.schema_mode == RAW:
         why = "schemaMode=raw writes no schema"
     elif existing is None:
@@ -180,7 +185,7 @@ def plan_write(
     if options.schema_mode == RAW:
         return WritePlan(topic, None)
     struct: StructKind = "JSON" if options.value_schema_type == "JSON" else "AVRO"
-    existing = None if latest is None or latest.info.type.is_bytes else latest.info
+    existing = _existing(latest)
     topic_kv = existing is not None and existing.type is SchemaType.KEY_VALUE
     # A KEY_VALUE topic takes a key and a (non-binary) value without the option; binary
     # values stay payloads as given, as before schemas.

@@ -156,18 +156,17 @@ def plan_topic_writes(
             columns packed into ``value`` without ``rowLayout=streamnative`` or a topic's
             record schema they fit (:func:`.write_schema.check_packed`).
     """
-    if options.topic is None or (options.schema_mode == RAW and not packed):
+    raw = options.schema_mode == RAW
+    if options.topic is None or (raw and not packed):
         return {}
     from .spark_types import arrow_for
 
     arrow = arrow_for(schema)
     key = arrow.field("key").type if "key" in arrow.names else None
     value = arrow.field("value").type
-    if options.schema_mode == RAW:  # packed: refused unless rowLayout=streamnative
-        plan_write(options.topic, value, key, options, None, packed)
-        return {}
     if not _asks_topic_schema(value, options, packed):
-        return {options.topic: plan_write(options.topic, value, key, options, None, packed)}
+        plan = plan_write(options.topic, value, key, options, None, packed)
+        return {} if raw else {options.topic: plan}  # raw: the tasks plan (no schema)
     try:
         with open_client(options) as client:
             latest = client.latest_schema(options.topic)
@@ -180,9 +179,12 @@ def plan_topic_writes(
 def _asks_topic_schema(
     value: pa.DataType, options: PulsarOptions, packed: tuple[str, ...] = ()
 ) -> bool:
-    """Whether the plan depends on the topic's schema: binary values without
-    ``keyValueEncoding`` go as given whatever the topic has (no broker round trip), unless
-    they are a DataFrame's packed columns (:func:`.write_schema.check_packed` asks)."""
+    """Whether the plan depends on the topic's schema: never for ``schemaMode=raw``;
+    binary values without ``keyValueEncoding`` go as given whatever the topic has (no
+    broker round trip), unless they are a DataFrame's packed columns
+    (:func:`.write_schema.check_packed` asks)."""
+    if options.schema_mode == RAW:
+        return False
     binary = pa.types.is_binary(value) or pa.types.is_large_binary(value)
     return not binary or options.key_value_encoding is not None or bool(packed)
 
@@ -316,15 +318,11 @@ class PulsarArrowWriter(DataSourceArrowWriter):
         plan = self.plans.get(topic)
         if plan is None:
             packed = () if self.sink is None else self.sink.packed
-            if self.options.schema_mode == RAW and not packed:
-                plan = WritePlan(topic, None)
-            else:
-                key = table.column("key").type if "key" in table.column_names else None
-                value = table.column("value").type
-                raw = self.options.schema_mode == RAW
-                asks = not raw and _asks_topic_schema(value, self.options, packed)
-                latest = client.latest_schema(topic) if asks else None
-                plan = plan_write(topic, value, key, self.options, latest, packed)
+            key = table.column("key").type if "key" in table.column_names else None
+            value = table.column("value").type
+            asks = _asks_topic_schema(value, self.options, packed)
+            latest = client.latest_schema(topic) if asks else None
+            plan = plan_write(topic, value, key, self.options, latest, packed)
             self.plans[topic] = plan
         return plan
 

@@ -10,24 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
-from pulsar_spark.client import PulsarClient
 from pulsar_spark.embedded import EmbeddedBroker, EmbeddedBrokerError
+from tests.support.quick_start import produce, read_values
 
 TOPIC = "persistent://public/default/embedded"
-
-
-def _send(url: str, values: list[bytes]) -> None:
-    with PulsarClient(url) as client, client.create_producer(TOPIC) as producer:
-        producer.send_batch(pa.table({"value": pa.array(values, pa.binary())}))
-        producer.flush()
-
-
-def _values(url: str) -> list[bytes]:
-    with PulsarClient(url) as client:
-        return [v for b in client.read_batches(TOPIC) for v in b.column("value").to_pylist()]
 
 
 def test_a_broker_in_a_with_block_serves_and_its_data_directory_outlives_it(
@@ -36,11 +24,11 @@ def test_a_broker_in_a_with_block_serves_and_its_data_directory_outlives_it(
     data = tmp_path / "pulsar-data"
     with EmbeddedBroker(data_dir=data) as broker:
         assert broker.running
-        _send(broker.service_url, [b"one", b"two"])
+        produce(broker.service_url, TOPIC, [b"one", b"two"])
         port = broker.port
     assert not broker.running
     with EmbeddedBroker(port, data_dir=data) as again:
-        assert _values(again.service_url) == [b"one", b"two"]
+        assert read_values(again.service_url, TOPIC) == [b"one", b"two"]
 
 
 def test_a_temporary_broker_leaves_nothing_behind() -> None:
@@ -74,8 +62,8 @@ def test_the_command_runs_until_interrupted(tmp_path: Path) -> None:
         assert process.stdout is not None
         banner = process.stdout.readline()  # printed once the broker answers
         assert f"pulsar://127.0.0.1:{port}" in banner, banner + process.stderr.read()
-        _send(f"pulsar://127.0.0.1:{port}", [b"cli"])
-        assert _values(f"pulsar://127.0.0.1:{port}") == [b"cli"]
+        produce(f"pulsar://127.0.0.1:{port}", TOPIC, [b"cli"])
+        assert read_values(f"pulsar://127.0.0.1:{port}", TOPIC) == [b"cli"]
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(20) == 0
