@@ -30,6 +30,13 @@ ZooKeeper and one bookie in one JVM) from the distribution of
     closed ledgers (unlimited retention: an unload closes a ledger; truncation still
     removes them).
 
+Lines: ``ApachePulsar(..., line="2.10")`` (``"3.3"``, ``"4.2"``) runs another Pulsar line's
+jars (:data:`tests.support.apache_dist.LINES`: 2.10.1 and 3.3.6 from their official
+distributions, 4.2.4 assembled from Maven Central) with the same command, JVM flags and
+``standalone.conf``: the plain variant starts on each of them unchanged (a key a line does
+not know is ignored). The default line is 4.0 (4.0.8), what every test but ``tests/lines``
+runs on.
+
 Readiness means: the process is alive, the binary port answers CONNECT with CONNECTED
 (over TLS and with a token on the secure one), the admin API answers and lists
 ``public/default``. Also here: :class:`BrokerHandle`, what the ``broker`` fixture
@@ -52,14 +59,17 @@ from pulsar_spark.protocol import pb
 from .admin import PulsarAdmin
 from .apache_dist import (
     CONFIG_DIR,
+    DEFAULT_LINE,
     DIST_SHA1,
     JVM_FLAGS,
     JVM_MEMORY,
+    LINES,
     PULSAR_VERSION,
     DistributionError,
     dist_url,
     ensure_distribution,
     java,
+    line_home,
     render_config,
 )
 from .apache_tls import SecureSettings, generate_secure_settings, make_token
@@ -70,7 +80,9 @@ __all__ = [
     "BROKER_KINDS",
     "CONFIG_DIR",
     "DEDUP_SETTINGS",
+    "DEFAULT_LINE",
     "DIST_SHA1",
+    "LINES",
     "PULSAR_VERSION",
     "STOCK_SETTINGS",
     "VARIANTS",
@@ -81,6 +93,7 @@ __all__ = [
     "SecureSettings",
     "dist_url",
     "ensure_distribution",
+    "line_home",
     "make_token",
     "render_config",
 ]
@@ -184,6 +197,9 @@ class ApachePulsar(BrokerProcess):
         settings: more broker keys (override the variant's).
         shared: a session instance: :meth:`stop`, :meth:`kill` and :meth:`restart` raise.
         start_timeout: seconds for a start to reach readiness.
+        line: the Pulsar line whose jars run it (a key of :data:`LINES`: ``2.10``,
+            ``3.3``, ``4.0`` (the default, 4.0.8) or ``4.2``); same command, flags and
+            configuration on every line.
     """
 
     kind = "apache"
@@ -206,7 +222,11 @@ class ApachePulsar(BrokerProcess):
         settings: Mapping[str, str] | None = None,
         shared: bool = False,
         start_timeout: float = START_TIMEOUT,
+        line: str = DEFAULT_LINE,
     ) -> None:
+        if line not in LINES:
+            msg = f"line must be one of {tuple(LINES)}, not {line!r}"
+            raise ValueError(msg)
         if variant not in VARIANTS:
             msg = f"variant must be one of {VARIANTS}, not {variant!r}"
             raise ValueError(msg)
@@ -214,6 +234,11 @@ class ApachePulsar(BrokerProcess):
             root, name=name or f"apache-{variant}", shared=shared, start_timeout=start_timeout
         )
         self.variant = variant
+        self.line = line
+        #: The Pulsar release this instance runs.
+        self.version = LINES[line]
+        if line != DEFAULT_LINE:
+            self.header_label = f" (Apache Pulsar {self.version})"
         self.extra_settings = dict(settings or {})
         self.secure: SecureSettings | None = (
             generate_secure_settings(self.root / "tls") if variant == "secure" else None
@@ -356,7 +381,7 @@ class ApachePulsar(BrokerProcess):
         return super().start(timeout)
 
     def _before_start(self) -> None:
-        self.home = ensure_distribution()
+        self.home = line_home(self.line)
 
     def _command(self, first: bool) -> list[str]:
         exe, _ = java()

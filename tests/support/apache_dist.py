@@ -7,6 +7,14 @@ here), and extracted once into the cache directory: ``$PULSAR_SPARK_CACHE`` or
 ``~/.cache/pulsar-spark``. Later runs reuse it. Nothing downloaded lives in the repository.
 ``$PULSAR_SPARK_MAVEN_URL`` replaces ``https://repo1.maven.org/maven2`` (a mirror).
 
+The other Pulsar lines the conformance set (``tests/lines``) runs on are in :data:`LINES`:
+2.10.1 and 3.3.6 from their official tarballs the same way (SHA-1s pinned in
+:data:`DIST_SHA1S`; 350 and 217 MB), 4.2.4 assembled from Maven Central jars
+(:mod:`tests.support.pulsar42`: no 4.2 tarball is published there). :func:`line_home`
+gives a line's ``lib/`` holder. All four run with the same command, flags and
+``standalone.conf`` (``bin/pulsar`` is not used, so neither its ``--config`` nor its GC log
+under the distribution's ``logs/`` apply).
+
 The broker runs on the distribution's ``lib/*`` with Java 17+ (:func:`java`) and the
 flags :data:`JVM_MEMORY` and :data:`JVM_FLAGS`; its configuration is
 ``tests/apache/standalone.conf`` rendered per instance (:func:`render_config`), with
@@ -29,16 +37,21 @@ from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = [
+    "ASSEMBLED_LINES",
     "CONFIG_DIR",
+    "DEFAULT_LINE",
     "DIST_SHA1",
+    "DIST_SHA1S",
     "JVM_FLAGS",
     "JVM_MEMORY",
+    "LINES",
     "PULSAR_VERSION",
     "DistributionError",
     "cache_dir",
     "dist_url",
     "ensure_distribution",
     "java",
+    "line_home",
     "render_config",
 ]
 
@@ -48,6 +61,22 @@ PULSAR_VERSION = "4.0.8"
 #: SHA-1 of ``pulsar-server-distribution-4.0.8-bin.tar.gz`` as Maven Central publishes it.
 DIST_SHA1 = "c1778d3c31fa53616190d644bb69616f9a3ae2fc"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+
+#: The Pulsar lines users run, each as the release the tests run it on. 2.10 and 3.3: the
+#: newest of each line with a binary distribution on Maven Central (the only ones of their
+#: lines there: 2.10.1; 3.3.5 and 3.3.6); 4.2: the only 4.2 broker jar there.
+LINES: dict[str, str] = {"2.10": "2.10.1", "3.3": "3.3.6", "4.0": PULSAR_VERSION, "4.2": "4.2.4"}
+#: The line every test but the conformance set runs on.
+DEFAULT_LINE = "4.0"
+#: Lines with no distribution tarball on Maven Central: assembled from its jars instead.
+ASSEMBLED_LINES = frozenset({"4.2"})
+#: SHA-1 of each pinned ``pulsar-server-distribution-<version>-bin.tar.gz``, as Maven
+#: Central publishes it (checked again on every download).
+DIST_SHA1S: dict[str, str] = {
+    "2.10.1": "70fe1374b9ccdd094ff0e796f76d81ad716443e1",
+    "3.3.6": "af6245792874f3bb12fc7ae2a8b070dce9e53c37",
+    PULSAR_VERSION: DIST_SHA1,
+}
 
 #: ``standalone.conf`` and ``log4j2.yaml``, rendered or used per instance.
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "apache"
@@ -152,9 +181,10 @@ def ensure_distribution(version: str = PULSAR_VERSION) -> Path:
             msg = f"{url}.sha1 does not hold a SHA-1: {published[:1]}"
             raise DistributionError(msg)
         expected = published[0]
-        if version == PULSAR_VERSION and expected != DIST_SHA1:
+        pinned = DIST_SHA1S.get(version)
+        if pinned is not None and expected != pinned:
             msg = (
-                f"{url}.sha1 says {expected}, but tests/support/apache_dist.py pins {DIST_SHA1} "
+                f"{url}.sha1 says {expected}, but tests/support/apache_dist.py pins {pinned} "
                 "for this release: refusing a changed artifact"
             )
             raise DistributionError(msg)
@@ -189,6 +219,24 @@ def ensure_distribution(version: str = PULSAR_VERSION) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         marker.write_text(f"{url}\nsha1 {expected}\n")
     return home
+
+
+def line_home(line: str = DEFAULT_LINE) -> Path:
+    """The directory whose ``lib/`` holds the jars of Pulsar ``line`` (a key of
+    :data:`LINES`): the extracted distribution, or the Maven-assembled one for 4.2.
+
+    Raises:
+        ValueError: not a line of :data:`LINES`.
+        DistributionError: as :func:`ensure_distribution` or the assembly.
+    """
+    if line not in LINES:
+        msg = f"line must be one of {tuple(LINES)}, not {line!r}"
+        raise ValueError(msg)
+    if line in ASSEMBLED_LINES:
+        from .pulsar42 import ensure_assembled  # it imports tests.support.apache
+
+        return ensure_assembled(LINES[line])
+    return ensure_distribution(LINES[line])
 
 
 _JAVA: tuple[str, int] | None = None

@@ -135,8 +135,9 @@ SECONDS: dict[str, int] = {
 }
 
 #: Files whose tests run in one worker: the first version test starts the background smoke
-#: runs that all of them wait for (``tests/versions/conftest.py``), in the worker it runs in.
-TOGETHER = ("tests/versions/test_spark_versions.py",)
+#: runs that all of them wait for (``tests/versions/conftest.py``), in the worker it runs in;
+#: the conformance set starts a broker of each Pulsar line (``apache_line``), once.
+TOGETHER = ("tests/versions/test_spark_versions.py", "tests/lines/test_conformance.py")
 #: The marker of a test that mostly waits (registered in ``pyproject.toml``).
 WAITS = "waits"
 #: Seconds between two tries for a slot.
