@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .client import PulsarClient
     from .config import ClientConfig, TlsOptions
     from .errors import (
+        BrokerUnsupported,
         ClientError,
         ConnectError,
         ConnectionClosed,
@@ -60,6 +61,7 @@ __getattr__, __dir__ = lazy_exports(
         "ClientError": "errors",
         "ConnectError": "errors",
         "ConnectionClosed": "errors",
+        "BrokerUnsupported": "errors",
         "InvalidArgument": "errors",
         "InvalidServiceUrl": "errors",
         "InvalidTopicName": "errors",
@@ -124,6 +126,7 @@ __all__ = [
     "ClientError",
     "ConnectError",
     "ConnectionClosed",
+    "BrokerUnsupported",
     "InvalidArgument",
     "InvalidServiceUrl",
     "InvalidTopicName",

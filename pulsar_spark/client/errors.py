@@ -7,6 +7,7 @@
     |   +-- InvalidServiceUrl
     |   +-- InvalidTopicName
     |   +-- InvalidArgument          also a ValueError: a bad argument value or row
+    |   +-- BrokerUnsupported        the broker's release lacks what the operation needs
     |   +-- TransactionsUnavailable  (txn) the broker has no transaction coordinator
     |   +-- TransactionFailed        (txn) a transaction that can only abort: write again
     |                                in a new one
@@ -26,6 +27,7 @@ from __future__ import annotations
 from pulsar_spark.protocol.errors import ProtocolError, PulsarError
 
 __all__ = [
+    "BrokerUnsupported",
     "ClientError",
     "ConnectError",
     "ConnectionClosed",
@@ -51,6 +53,11 @@ class InvalidTopicName(ClientError):
 
 class InvalidArgument(ClientError, ValueError):
     """An argument value the client cannot use (a queue size, a row to send, ...)."""
+
+
+class BrokerUnsupported(ClientError):
+    """The broker's release lacks a feature or behaviour the operation needs; the
+    message names the broker's version, the feature and the releases that have it."""
 
 
 class UnexpectedAnswer(ProtocolError):

@@ -2,16 +2,21 @@
 
 Each test runs once per line of ``apache_line`` (:mod:`tests.support.plugin`): Apache
 Pulsar 2.10.1, 3.3.6 and 4.0.8 from their official distributions and 4.2.4 assembled from
-Maven Central, each a plain standalone. The set covers batch writes and reads through
-Spark and through :class:`PulsarClient` (keys, properties, event times), a typed AVRO
-topic, a stream restarted from its checkpoint, a pushed-down publish-time window, a
-partitioned topic that grows, compacted reads, chunked messages and, on each line's broker
-with transactions on (``apache_line_txn``), an exactly-once write. Nothing is skipped per
-line: what a line does differently is asserted (:data:`KEEPS_KEYLESS`), and what fails on
-a line is a strict xfail naming the error (:data:`MARKER_IS_LAST_ID`), so a fix shows as
-XPASS and fails the run until it is removed. (Pulsar 4.2's compactor keeps every item of a
-partly compacted batch in its payload, the dropped ones flagged ``compacted_out``; the
-compacted-reads test holds it to the same result as the other lines.)
+Maven Central, each one standalone of the ``line`` variant (transactions on; tokens
+checked beside anonymous access; ledgers of 20 entries and a namespace with the stock
+retention). The set covers batch writes and reads through Spark and through
+:class:`PulsarClient` (keys, properties, event times), typed AVRO and PROTOBUF_NATIVE
+topics (the latter from the line's own Java client), a stream restarted from its
+checkpoint, a durable stream on the stock retention, a pushed-down publish-time window, a
+partitioned topic that grows, compacted reads, chunked messages, end-to-end encryption
+both ways with the line's Java client, token authentication and an exactly-once write.
+
+Nothing is skipped per line: what a line does differently is asserted
+(:data:`KEEPS_KEYLESS`), and what a line lacks fails with the error a user gets
+(:data:`MARKER_IS_LAST_ID`: ``BrokerUnsupported`` naming the broker's release). Pulsar
+4.2's compactor keeps every item of a partly compacted batch in its payload, the dropped
+ones flagged ``compacted_out``; the compacted-reads test holds it to the same result as
+the other lines.
 
 The file is in :data:`tests.support.ordering.TOGETHER`: one xdist worker runs it, so each
 line's broker starts once (pytest groups the tests by line and stops a line's broker
@@ -21,25 +26,31 @@ before it starts the next).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from cryptography.hazmat.primitives import serialization
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_spark.client import PulsarClient
-from pulsar_spark.client.errors import OperationTimeout
+from pulsar_spark.client.errors import BrokerUnsupported
 from pulsar_spark.spark import SPARK_SCHEMA
 from pulsar_spark.spark.options.parse import parse_options
 from pulsar_spark.spark.read_schema import plan_for
 from pulsar_spark.spark.reader import PulsarFilteringReader
 from tests.client.test_compacted_reads import compact
-from tests.support.apache import ApachePulsar
+from tests.support.apache import STOCK_NAMESPACE, ApachePulsar, make_token
+from tests.support.java_client import java_produce_protobuf_native
+from tests.support.java_crypto import java_consume_decrypted, java_produce_encrypted_many
+from tests.support.keys import KeyPair
 from tests.support.official import official_client, produce, read_all
 from tests.support.spark import assert_same_rows, available_now_values
 
@@ -318,46 +329,220 @@ def test_chunked_messages_are_read_whole(
     assert sorted(r.n for r in sizes) == sorted([6, len(big), len(ours)])
 
 
+# -- PROTOBUF_NATIVE from the line's Java client ---------------------------------------
+
+
+def test_a_protobuf_native_topic_of_the_lines_java_client_reads_as_typed_columns(
+    spark: SparkSession, apache_line: ApachePulsar, topic_name: str
+) -> None:
+    """The line's own Java client registers the descriptor (its layout of the SchemaInfo)
+    and sends DynamicMessages; Spark reads typed columns."""
+    assert apache_line.home is not None
+    url = apache_line.service_url
+    orders = [
+        {"id": "1", "name": "one", "tags": [1, -2], "item": {"sku": "s", "qty": 3}},
+        {"id": "-5", "name": "é", "status": "DONE", "ok": True},
+    ]
+    java_produce_protobuf_native(url, topic_name, orders, jars=apache_line.home / "lib")
+    df = _read(spark, url, topic=topic_name)
+    value = df.schema["value"].dataType
+    assert isinstance(value, T.StructType), df.schema
+    assert [f.name for f in value.fields][:5] == ["id", "name", "score", "tags", "item"]
+    got = sorted(
+        (r.id, r.name, list(r.tags), r.sku, r.status, r.ok)
+        for r in df.select("value.*", "value.item.sku").collect()
+    )
+    assert got == [(-5, "é", [], None, "DONE", True), (1, "one", [1, -2], "s", "NEW", False)]
+
+
+# -- end-to-end encryption with the line's Java client ---------------------------------
+
+
+def test_encryption_interoperates_with_the_lines_java_client_both_ways(
+    spark: SparkSession, apache_line: ApachePulsar, topic_name: str, tmp_path: Path
+) -> None:
+    """The line's Java client encrypts (RSA, batched and LZ4) and Spark decrypts; Spark
+    encrypts and the line's Java consumer decrypts."""
+    assert apache_line.home is not None
+    jars = apache_line.home / "lib"
+    url = apache_line.service_url
+    # "RSA PRIVATE KEY" (PKCS#1): the Java client of 2.10 reads no PKCS#8 private key.
+    pair = KeyPair(tmp_path, "line", private_format=serialization.PrivateFormat.TraditionalOpenSSL)
+    sent = [{"value": f"java-{i}".encode(), "key": f"k{i % 3}"} for i in range(30)]
+    java_produce_encrypted_many(
+        url,
+        [{"topic": topic_name, "values": sent, "public_keys": {"line.key": pair.pub_url},
+          "compression": "LZ4"}],
+        jars=jars,
+    )  # fmt: skip
+    private = json.dumps({"line.key": pair.priv_data})
+    read = _read(spark, url, topic=topic_name, privateKey=private)
+    assert sorted((bytes(r.key), bytes(r.value)) for r in read.collect()) == sorted(
+        (m["key"].encode(), m["value"]) for m in sent
+    )
+    ours = f"{topic_name}-spark"
+    values = [f"spark-{i}" for i in range(20)]
+    (
+        spark.createDataFrame([(v,) for v in values], "value string")
+        .coalesce(1)
+        .write.format("pulsar")
+        .option("service.url", url)
+        .option("topic", ours)
+        .options(encryptionKeys="line.key", publicKey=pair.pub_url)
+        .mode("append")
+        .save()
+    )
+    decrypted = java_consume_decrypted(url, ours, len(values), pair.priv_url, jars=jars)
+    assert sorted(v.decode() for v, _ in decrypted) == sorted(values)
+    assert all(keys == ["line.key"] for _, keys in decrypted)
+
+
+# -- token authentication --------------------------------------------------------------
+
+
+def test_a_token_the_broker_checks_reads_and_writes_and_a_forged_one_is_refused(
+    spark: SparkSession, apache_line: ApachePulsar, topic_name: str
+) -> None:
+    """The line's broker checks every token it is given (clients without one come in
+    anonymously): a token signed with its key writes and reads; one signed with another
+    key fails at once with the broker's AuthenticationError, its text nowhere in it."""
+    url = apache_line.service_url
+    auth = {
+        "pulsar.client.authPluginClassName": (
+            "org.apache.pulsar.client.impl.auth.AuthenticationToken"
+        ),
+        "pulsar.client.authParams": f"token:{apache_line.signed_token('writer')}",
+    }
+    values = [f"t{i}" for i in range(25)]
+    (
+        spark.createDataFrame([(v,) for v in values], "value string")
+        .write.format("pulsar")
+        .option("service.url", url)
+        .option("topic", topic_name)
+        .options(**auth)
+        .mode("append")
+        .save()
+    )
+    assert _values(_read(spark, url, topic=topic_name, **auth)) == sorted(values)
+    forged = make_token(b"not the broker's key" * 2, "writer")
+    with pytest.raises(Exception, match="AuthenticationError") as failed:
+        _read(
+            spark, url, topic=topic_name,
+            **{**auth, "pulsar.client.authParams": f"token:{forged}"},
+        ).count()  # fmt: skip
+    assert forged not in str(failed.value)
+    assert forged.rsplit(".", 1)[1] not in str(failed.value)
+
+
+# -- a stream on the stock retention ---------------------------------------------------
+
+
+def _ledger_ids(broker: ApachePulsar, partition: str) -> list[int]:
+    return [int(x["ledgerId"]) for x in broker.admin.internal_stats(partition)["ledgers"]]
+
+
+def test_a_durable_stream_on_the_stock_retention_finds_everything_after_a_stop(
+    spark: SparkSession, apache_line: ApachePulsar, tmp_path: Path
+) -> None:
+    """In the namespace with the stock retention (none), ledgers of 20 entries, checked
+    every second: the stream (a durable subscription) reads 100 messages; stopped, 200 more
+    are written and left for several retention checks; restarted from its checkpoint, it
+    reads exactly those 200. Then the broker deletes the ledgers the subscription no longer
+    needs: nothing but the subscription kept them."""
+    topic = f"persistent://{STOCK_NAMESPACE}/conformance-{random.randrange(1 << 40):x}"
+    apache_line.admin.create_partitioned_topic(topic, 2)
+    partitions = [f"{topic}-partition-{i}" for i in range(2)]
+    url = apache_line.service_url
+    options = {
+        "service.url": url, "topic": topic, "startingOffsets": "earliest",
+        "subscriptionMode": "durable",
+    }  # fmt: skip
+    checkpoint = tmp_path / "checkpoint"
+    assert available_now_values(spark, options, checkpoint) == []  # planned before the data
+    first = [f"a{i:03d}" for i in range(100)]
+    produce(url, topic, first, batching=False)
+    got_first = available_now_values(spark, options, checkpoint)
+    first_ledgers = {p: _ledger_ids(apache_line, p)[0] for p in partitions}
+    later = [f"b{i:03d}" for i in range(200)]
+    produce(url, topic, later, batching=False)
+    time.sleep(3)  # three retention checks
+    got_later = available_now_values(spark, options, checkpoint)
+    assert sorted(v for b in got_first for v in b) == first
+    assert sorted(v for b in got_later for v in b) == later
+
+    def trimmed() -> bool:
+        return all(_ledger_ids(apache_line, p)[0] > first_ledgers[p] for p in partitions)
+
+    deadline = time.monotonic() + 60
+    while not trimmed():
+        assert time.monotonic() < deadline, "the stock retention deleted no ledger in 60 s"
+        time.sleep(0.5)
+
+
 # -- exactly-once writes through transactions ------------------------------------------
 
 
 #: Lines whose GetLastMessageId answers the position of a transaction's commit marker
-#: when that is a topic's last entry: the marker is never dispatched, so a read to the
-#: latest message waits for it and fails (ours: ``OperationTimeout: reader on ... made no
-#: progress ...; last failure: nothing dispatched for 10 s although the broker has messages
-#: up to L:E``; the official Python client's ``has_message_available()`` stays true).
+#: when that is a topic's last entry: the marker is never dispatched, so no read up to the
+#: latest message sees its end (the official Python client's ``has_message_available()``
+#: stays true). Ours knows the releases (``Capabilities.last_id_may_be_marker``) and fails
+#: with ``BrokerUnsupported`` naming the broker's release and the marker.
 MARKER_IS_LAST_ID = frozenset({"2.10"})
 
 
-def test_an_exactly_once_write_commits_every_row_once(
-    spark: SparkSession, apache_line_txn: ApachePulsar, topic_name: str, request: Any
-) -> None:
-    """``deliveryGuarantee=exactly-once`` on a broker with transactions on (and no
-    deduplication): a 2-partition topic gets each row once, committed."""
-    if apache_line_txn.line in MARKER_IS_LAST_ID:
-        request.applymarker(pytest.mark.xfail(
-            raises=OperationTimeout, strict=True,
-            reason=f"Pulsar {apache_line_txn.version} answers a commit marker as the last "
-            "message id (MARKER_IS_LAST_ID)",
-        ))  # fmt: skip
-    url = apache_line_txn.service_url
-    apache_line_txn.admin.create_partitioned_topic(topic_name, 2)
-    sent = [f"row-{i:04d}" for i in range(300)]
+def _write_exactly_once(spark: SparkSession, url: str, topic: str, rows: list[str]) -> None:
     df = spark.createDataFrame(
-        [(f"k{i % 7}", v) for i, v in enumerate(sent)], "key string, value string"
+        [(f"k{i % 7}", v) for i, v in enumerate(rows)], "key string, value string"
     )
     (
         df.repartition(2)
         .write.format("pulsar")
         .option("service.url", url)
-        .option("topic", topic_name)
+        .option("topic", topic)
         .options(deliveryGuarantee="exactly-once", transactionTimeout="5m")
         .mode("append")
         .save()
     )
+
+
+def _read_values(url: str, topic: str) -> list[str]:
     with PulsarClient(url, operation_timeout=10) as client:
-        got = [bytes(v).decode() for b in client.read_batches(topic_name)
-               for v in b.column("value").to_pylist()]  # fmt: skip
-    assert sorted(got) == sent
+        return sorted(bytes(v).decode() for b in client.read_batches(topic)
+                      for v in b.column("value").to_pylist())  # fmt: skip
+
+
+def test_an_exactly_once_write_commits_every_row_once(
+    spark: SparkSession, apache_line: ApachePulsar, topic_name: str
+) -> None:
+    """``deliveryGuarantee=exactly-once`` on a broker with transactions on (and no
+    deduplication): a 2-partition topic gets each row once, committed, as the official
+    client and ours read it (on a :data:`MARKER_IS_LAST_ID` line, ours reads it whole or
+    says the broker answered a marker: which one depends on where the ledgers rolled)."""
+    url = apache_line.service_url
+    apache_line.admin.create_partitioned_topic(topic_name, 2)
+    sent = [f"row-{i:04d}" for i in range(300)]
+    _write_exactly_once(spark, url, topic_name, sent)
     official = read_all(url, topic_name, at_least=len(sent))
     assert sorted(m["value"].decode() for m in official) == sent
+    try:
+        assert _read_values(url, topic_name) == sent
+    except BrokerUnsupported:
+        if apache_line.line not in MARKER_IS_LAST_ID:
+            raise
+
+
+def test_a_topic_ending_in_a_commit_marker_reads_whole_or_names_the_broker(
+    spark: SparkSession, apache_line: ApachePulsar, topic_name: str
+) -> None:
+    """A topic of one partition whose last entry is a transaction's commit marker: read up
+    to its latest message, it gives every row; on a :data:`MARKER_IS_LAST_ID` line it
+    fails with ``BrokerUnsupported`` naming the broker's release and the marker."""
+    url = apache_line.service_url
+    sent = [f"row-{i}" for i in range(5)]
+    _write_exactly_once(spark, url, topic_name, sent)
+    if apache_line.line in MARKER_IS_LAST_ID:
+        pattern = re.escape(f"{apache_line.version}) answers") + ".*marker"
+        with pytest.raises(BrokerUnsupported, match=pattern):
+            _read_values(url, topic_name)
+    else:
+        assert _read_values(url, topic_name) == sent

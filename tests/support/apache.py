@@ -49,6 +49,7 @@ Measured on the 2-core CI machine (Pulsar 4.0.8, Java 17): see :data:`MEASURED`.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -79,11 +80,14 @@ from .process import BrokerProcess, BrokerStartError
 __all__ = [
     "BROKER_KINDS",
     "CONFIG_DIR",
+    "ANONYMOUS_ROLE",
     "DEDUP_SETTINGS",
+    "LINE_SETTINGS",
     "DEFAULT_LINE",
     "DIST_SHA1",
     "LINES",
     "PULSAR_VERSION",
+    "STOCK_NAMESPACE",
     "STOCK_SETTINGS",
     "VARIANTS",
     "ApachePulsar",
@@ -174,7 +178,34 @@ STOCK_SETTINGS: dict[str, str] = {
     "ttlDurationDefaultInSeconds": "0",
 }
 
-VARIANTS = ("plain", "secure", "dedup", "stock", "txn")
+#: The namespace of the line variant where the stock retention holds (none: a closed
+#: ledger no durable subscription needs is deleted within about a second).
+STOCK_NAMESPACE = "public/stock"
+#: The role a client without credentials gets on the line variant.
+ANONYMOUS_ROLE = "anonymous"
+
+#: Broker keys of the line variant, the one broker of each Pulsar line the conformance
+#: set runs on (``tests/lines``): transactions on (:data:`TXN_SETTINGS`); token
+#: authentication checked (a token must be signed with the instance's key) while a client
+#: without credentials is let in as :data:`ANONYMOUS_ROLE`, authorization off; ledgers
+#: closed every 20 entries and the retention check every second, as in
+#: :data:`STOCK_SETTINGS`. ``public/default`` keeps everything (the broker's retention is
+#: unlimited); :data:`STOCK_NAMESPACE` has the stock retention (none), set at start.
+#: Inactive topics are not deleted (the stock variant of the default line tests that).
+LINE_SETTINGS: dict[str, str] = {
+    **TXN_SETTINGS,
+    "authenticationEnabled": "true",
+    "authenticationProviders": (
+        "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+    ),
+    "anonymousUserRole": ANONYMOUS_ROLE,
+    "authorizationEnabled": "false",
+    "managedLedgerMaxEntriesPerLedger": "20",
+    "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+    "retentionCheckIntervalInSeconds": "1",
+}
+
+VARIANTS = ("plain", "secure", "dedup", "stock", "txn", "line")
 
 
 class ApachePulsar(BrokerProcess):
@@ -191,8 +222,10 @@ class ApachePulsar(BrokerProcess):
         root: the instance's directory.
         variant: ``plain``, ``secure`` (TLS + tokens), ``dedup`` (deduplication and
             broker entry metadata), ``stock`` (stock data-lifecycle policies on a fast
-            clock: :data:`STOCK_SETTINGS`) or ``txn`` (transactions on:
-            :data:`TXN_SETTINGS`).
+            clock: :data:`STOCK_SETTINGS`), ``txn`` (transactions on:
+            :data:`TXN_SETTINGS`) or ``line`` (transactions, token authentication
+            beside anonymous access, a namespace with the stock retention:
+            :data:`LINE_SETTINGS`; ``.token_secret`` signs its tokens).
         name: for reports.
         settings: more broker keys (override the variant's).
         shared: a session instance: :meth:`stop`, :meth:`kill` and :meth:`restart` raise.
@@ -243,8 +276,25 @@ class ApachePulsar(BrokerProcess):
         self.secure: SecureSettings | None = (
             generate_secure_settings(self.root / "tls") if variant == "secure" else None
         )
+        #: The HS256 key the line variant's broker checks tokens with (None otherwise).
+        self.token_secret: bytes | None = None
+        if variant == "line":
+            self.token_secret = secrets.token_bytes(32)
+            self.root.mkdir(parents=True, exist_ok=True)
+            key_file = self.root / "token-secret.key"
+            key_file.write_bytes(self.token_secret)
+            key_file.chmod(0o600)
+            self.extra_settings.setdefault("tokenSecretKey", key_file.as_uri())
         self.ports: dict[str, int] = {}
         self.home: Path | None = None
+
+    def signed_token(self, subject: str = "client", expires_in: float | None = None) -> str:
+        """A token the line variant's broker accepts: an HS256 JWT for role ``subject``
+        signed with :attr:`token_secret`."""
+        if self.token_secret is None:
+            msg = f"{self.name}: only the line variant checks tokens signed by the fixture"
+            raise RuntimeError(msg)
+        return make_token(self.token_secret, subject, expires_in)
 
     # -- addresses -----------------------------------------------------------------
 
@@ -326,6 +376,8 @@ class ApachePulsar(BrokerProcess):
             s.update(STOCK_SETTINGS)
         elif self.variant == "txn":
             s.update(TXN_SETTINGS)
+        elif self.variant == "line":
+            s.update(LINE_SETTINGS)
         if self.secure is not None:
             sec = self.secure
             s.update({
@@ -444,8 +496,13 @@ class ApachePulsar(BrokerProcess):
                 return False
             # Transactions: standalone makes pulsar/system and the coordinator assign
             # topic just after the broker says it is ready.
-            if self.variant == "txn" and admin.partitions(TXN_ASSIGN_TOPIC) < 1:
+            txn = self.variant in ("txn", "line")
+            if txn and admin.partitions(TXN_ASSIGN_TOPIC) < 1:
                 return False
+            if self.variant == "line":
+                if STOCK_NAMESPACE not in admin.namespaces("public"):
+                    admin.create_namespace(STOCK_NAMESPACE)
+                admin.set_namespace_retention(STOCK_NAMESPACE, 0, 0)
             if sec is not None:
                 # The client role may produce and consume in public/default.
                 admin.grant_permission("public/default", sec.client_role, ["produce", "consume"])

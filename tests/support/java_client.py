@@ -151,16 +151,23 @@ def compile_tool(source: Path, prefix: str, *, extra: bytes = b"") -> Path:
 
 
 def run_tool(
-    classes: Path, main: str, args: list[str], stdin: str, timeout: float
+    classes: Path,
+    main: str,
+    args: list[str],
+    stdin: str,
+    timeout: float,
+    *,
+    jars: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Runs class ``main`` of ``classes`` (with the distribution's jars) with ``args``
-    and ``stdin``; the JSON objects it printed, one per line.
+    """Runs class ``main`` of ``classes`` with ``args`` and ``stdin``, on the jars of
+    ``jars`` (a Pulsar's ``lib/``: another line's Java client) or of the distribution; the
+    JSON objects it printed, one per line.
 
     Raises:
         JavaClientError: it did not finish within ``timeout`` or exited non-zero.
     """
     exe, _ = java()
-    lib = ensure_distribution() / "lib"
+    lib = jars or ensure_distribution() / "lib"
     command = [exe, *JVM_FLAGS, "-cp", f"{classes}:{lib}/*", main, *args]
     try:
         done = subprocess.run(
@@ -179,8 +186,10 @@ def run_tool(
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def _run(args: list[str], stdin: str, timeout: float) -> list[dict[str, Any]]:
-    return run_tool(tool_classes(), "SchemaTool", args, stdin, timeout)
+def _run(
+    args: list[str], stdin: str, timeout: float, jars: Path | None = None
+) -> list[dict[str, Any]]:
+    return run_tool(tool_classes(), "SchemaTool", args, stdin, timeout, jars=jars)
 
 
 def java_produce_many(
@@ -190,12 +199,14 @@ def java_produce_many(
     message_keys: dict[str, list[str | None]] | None = None,
     batching: bool = True,
     timeout: float = 120.0,
+    jars: Path | None = None,
 ) -> None:
     """Sends, in one JVM, ``values`` to each ``topic`` of ``jobs`` (``{topic: (schema,
     values)}``; values as SchemaTool reads them in JSON; for KEY_VALUE, ``(key, value)``
     pairs) with one Java producer of ``schema`` per topic: sent asynchronously, then
     flushed, so they travel in batches unless ``batching`` is false.
-    ``message_keys[topic]`` gives the message keys of a topic's values."""
+    ``message_keys[topic]`` gives the message keys of a topic's values; ``jars``: the
+    ``lib/`` of the Pulsar whose Java client sends (default: the distribution's)."""
     rows = []
     for topic, (schema, values) in jobs.items():
         kv = isinstance(schema, dict) and schema["type"] == "KEY_VALUE"
@@ -210,7 +221,7 @@ def java_produce_many(
                 row["messageKey"] = keys[i]
             rows.append(json.dumps(row))
     mode = "batch" if batching else "nobatch"
-    out = _run(["produce", service_url, mode], "\n".join(rows), timeout)
+    out = _run(["produce", service_url, mode], "\n".join(rows), timeout, jars)
     assert out == [{"sent": len(rows)}], out
 
 
@@ -222,10 +233,13 @@ def java_produce(
     *,
     message_keys: list[str | None] | None = None,
     batching: bool = True,
+    jars: Path | None = None,
 ) -> None:
     """:func:`java_produce_many` of one topic."""
     keys = None if message_keys is None else {topic: message_keys}
-    java_produce_many(service_url, {topic: (schema, values)}, message_keys=keys, batching=batching)
+    java_produce_many(
+        service_url, {topic: (schema, values)}, message_keys=keys, batching=batching, jars=jars
+    )
 
 
 def java_consume_many(
@@ -255,13 +269,18 @@ def java_consume(
 
 
 def java_produce_protobuf_native(
-    service_url: str, topic: str, messages: list[dict[str, Any]], *, batching: bool = True
+    service_url: str,
+    topic: str,
+    messages: list[dict[str, Any]],
+    *,
+    batching: bool = True,
+    jars: Path | None = None,
 ) -> None:
     """Sends ``messages`` (protobuf's JSON mapping of :data:`PROTOBUF_ORDER`'s ``Order``) as
     PROTOBUF_NATIVE: SchemaTool builds the descriptor, registers its SchemaInfo (the Java
     client's layout: a FileDescriptorSet with the timestamp.proto dependency) through
     ``AUTO_PRODUCE_BYTES`` and sends each ``DynamicMessage``'s bytes."""
-    java_produce(service_url, topic, "PROTOBUF_NATIVE", messages, batching=batching)
+    java_produce(service_url, topic, "PROTOBUF_NATIVE", messages, batching=batching, jars=jars)
 
 
 def _naive(text: str) -> dt.datetime:

@@ -27,20 +27,23 @@ def _classes() -> Path:
     return compile_tool(SOURCE, "java-crypto")
 
 
-def _run(args: list[str], stdin: str = "", timeout: float = 120.0) -> list[dict[str, Any]]:
+def _run(
+    args: list[str], stdin: str = "", timeout: float = 120.0, jars: Path | None = None
+) -> list[dict[str, Any]]:
     assert LOG_CONFIG.exists()
-    return run_tool(_classes(), "CryptoTool", args, stdin, timeout)
+    return run_tool(_classes(), "CryptoTool", args, stdin, timeout, jars=jars)
 
 
 def java_produce_encrypted_many(
-    service_url: str, jobs: Sequence[Mapping[str, Any]]
+    service_url: str, jobs: Sequence[Mapping[str, Any]], *, jars: Path | None = None
 ) -> list[list[str]]:
     """Produce every job in one JVM (its start is the cost); the message ids of each job.
 
     A job: ``topic``, ``values`` (bytes, or dicts of ``value`` and optionally ``key``
     and ``properties``), ``public_keys`` (name -> URL: every name is an encryption key),
     and optionally ``batched`` (True), ``compression`` ("NONE") and ``chunk_max_size``
-    (chunking on, at most that many bytes a chunk; needs ``batched=False``).
+    (chunking on, at most that many bytes a chunk; needs ``batched=False``). ``jars``: the
+    ``lib/`` of the Pulsar whose Java client produces (default: the distribution's).
     """
     lines = []
     for job in jobs:
@@ -54,7 +57,7 @@ def java_produce_encrypted_many(
             "messages": messages,
         }
         lines.append(json.dumps(line) + "\n")
-    out = _run(["produce", service_url], "".join(lines))
+    out = _run(["produce", service_url], "".join(lines), jars=jars)
     got: list[list[str]] = [[] for _ in jobs]
     for line in out:
         got[line["job"]].append(line["id"])
@@ -96,8 +99,9 @@ def java_produce_encrypted(
 
 
 def java_consume_decrypted(
-    service_url: str, topic: str, count: int, private_key_url: str
+    service_url: str, topic: str, count: int, private_key_url: str, *, jars: Path | None = None
 ) -> list[tuple[bytes, list[str]]]:
-    """The first ``count`` messages of ``topic`` the Java consumer decrypted: (value, keys)."""
-    out = _run(["consume", service_url, topic, str(count), private_key_url])
+    """The first ``count`` messages of ``topic`` the Java consumer decrypted: (value, keys);
+    ``jars`` as for :func:`java_produce_encrypted_many`."""
+    out = _run(["consume", service_url, topic, str(count), private_key_url], jars=jars)
     return [(base64.b64decode(line["value"]), line["keys"]) for line in out]

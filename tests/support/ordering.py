@@ -138,6 +138,12 @@ SECONDS: dict[str, int] = {
 #: runs that all of them wait for (``tests/versions/conftest.py``), in the worker it runs in;
 #: the conformance set starts a broker of each Pulsar line (``apache_line``), once.
 TOGETHER = ("tests/versions/test_spark_versions.py", "tests/lines/test_conformance.py")
+#: Session brokers run by one worker only: every test that uses one is in the same share
+#: (a broker per worker would cost a start, ~10 s of CPU, and its idle load for the run).
+#: The plain broker, which most Apache tests use, runs in every worker.
+PINNED = ("apache_pulsar_txn", "apache_pulsar_stock", "apache_pulsar_dedup", "apache_pulsar_secure")
+#: Seconds a test not in :data:`SECONDS` counts for (most take well under one).
+UNMEASURED = 1
 #: The marker of a test that mostly waits (registered in ``pyproject.toml``).
 WAITS = "waits"
 #: Seconds between two tries for a slot.
@@ -155,6 +161,21 @@ def _waits(item: pytest.Item) -> bool:
     return item.get_closest_marker(WAITS) is not None
 
 
+def _pinned(item: pytest.Item) -> str | None:
+    """The first :data:`PINNED` broker fixture ``item`` uses, if any: by name, or through
+    ``request.getfixturevalue`` of a parameter (a fixture's name, or an object whose
+    ``broker`` is a kind such as ``apache-txn``: a documentation page)."""
+    names = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    for value in callspec.params.values() if callspec is not None else ():
+        kind = getattr(value, "broker", None)
+        if isinstance(value, str):
+            names.add(value)
+        elif isinstance(kind, str) and kind.startswith("apache-"):
+            names.add("apache_pulsar_" + kind.split("-", 1)[1])
+    return next((name for name in PINNED if name in names), None)
+
+
 def _share_sizes(total: int, workers: int) -> list[int]:
     sizes = []
     for i in range(workers):
@@ -166,27 +187,32 @@ def _share_sizes(total: int, workers: int) -> list[int]:
 def _shares(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     sizes = _share_sizes(len(items), workers)
     waiting = sorted((i for i in items if _waits(i)), key=lambda i: -SECONDS.get(i.nodeid, 0))
-    # Long tests, as units: the tests of a TOGETHER file stay in one share, in their order.
+    # Units placed whole: the tests of a TOGETHER file, in their order; the tests of each
+    # PINNED broker (in the waits share when a waits test needs it too); long tests.
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
         if _waits(item):
             continue
         path = item.nodeid.split("::", 1)[0]
+        pinned = _pinned(item)
         if path in TOGETHER:
             units.setdefault(path, []).append(item)
+        elif pinned is not None:
+            units.setdefault(pinned, []).append(item)
         elif item.nodeid in SECONDS:
             units[item.nodeid] = [item]
+    with_waits = {_pinned(i) for i in waiting} - {None}
 
     def cost(unit: list[pytest.Item]) -> int:
-        return sum(SECONDS.get(i.nodeid, 10) for i in unit)
+        return sum(SECONDS.get(i.nodeid, UNMEASURED) for i in unit)
 
     shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
     shares[0].extend(waiting)
     # The waits share's worker is busy with them, but they hold no slot: half their time.
     work = [cost(waiting) // 2] + [0] * (workers - 1)
-    for unit in sorted(units.values(), key=lambda u: -cost(u)):
+    for key, unit in sorted(units.items(), key=lambda u: -cost(u[1])):
         roomy = [s for s in range(workers) if len(shares[s]) + len(unit) <= sizes[s]]
-        share = min(roomy, key=lambda s: work[s])
+        share = 0 if key in with_waits and 0 in roomy else min(roomy, key=lambda s: work[s])
         shares[share].extend(unit)
         work[share] += cost(unit)
     placed = {id(i) for share in shares for i in share}

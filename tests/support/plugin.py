@@ -20,15 +20,12 @@ Fixtures
     certificates and tokens; deduplication + broker entry metadata; Apache Pulsar 4.0's
     stock data-lifecycle policies on a fast clock, which trim closed ledgers no durable
     subscription needs and delete inactive topics within seconds; transactions on).
-``apache_line`` (session, parametrized ``2.10`` / ``3.3`` / ``4.0`` / ``4.2``, started on
-first use)
-    A plain :class:`ApachePulsar` of each Pulsar line users run (``LINES``: 2.10.1, 3.3.6,
-    4.0.8, 4.2.4), for the conformance set (``tests/lines``); for ``4.0`` it is
-    ``apache_pulsar`` itself. pytest groups a session fixture's tests by parameter and
-    stops one line's broker before it starts the next: at most one of them runs at a time.
-``apache_line_txn`` (session, parametrized as ``apache_line``, started on first use)
-    The same lines with transactions on (the ``txn`` variant); for ``4.0`` it is
-    ``apache_pulsar_txn``.
+``apache_line`` (module, parametrized ``2.10`` / ``3.3`` / ``4.0`` / ``4.2``)
+    An :class:`ApachePulsar` of each Pulsar line users run (``LINES``: 2.10.1, 3.3.6,
+    4.0.8, 4.2.4), the ``line`` variant (transactions, token authentication beside
+    anonymous access, a namespace with the stock retention), for the conformance set
+    (``tests/lines``). pytest groups a module's tests by the fixture's parameter and stops
+    one line's broker before it starts the next: at most one of them runs at a time.
 ``fresh_pulsar_lite``, ``fresh_apache_pulsar`` (function)
     A :class:`BrokerFactory`, ``fresh_pulsar_lite(*, start=True, **config)`` and
     ``fresh_apache_pulsar(*, variant="plain", start=True, **options)``, for tests that stop,
@@ -60,7 +57,7 @@ from typing import Any, Generic, TypeVar
 
 import pytest
 
-from .apache import BROKER_KINDS, DEFAULT_LINE, LINES, ApachePulsar, BrokerHandle
+from .apache import BROKER_KINDS, LINES, ApachePulsar, BrokerHandle
 from .fault_proxy import FaultProxy
 from .figures import time_share
 from .lite import PulsarLite
@@ -228,32 +225,16 @@ def apache_pulsar_txn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apac
     yield from _session_broker(tmp_path_factory, ApachePulsar, "apache_pulsar_txn", variant="txn")
 
 
-@pytest.fixture(scope="session", params=tuple(LINES), ids=tuple(LINES))
+@pytest.fixture(scope="module", params=tuple(LINES), ids=tuple(LINES))
 def apache_line(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ApachePulsar]:
-    """A session-wide plain Apache Pulsar of each line (``2.10``, ``3.3``, ``4.0``,
-    ``4.2``); ``.line`` and ``.version`` say which. ``4.0`` is ``apache_pulsar``."""
+    """An Apache Pulsar of each line (``2.10``, ``3.3``, ``4.0``, ``4.2``), the ``line``
+    variant, for one module; ``.line`` and ``.version`` say which. Module-scoped, so the
+    last line's broker stops with the module too rather than idling to the session's end."""
     line: str = request.param
-    if line == DEFAULT_LINE:
-        yield request.getfixturevalue("apache_pulsar")
-        return
     name = "apache_line_" + line.replace(".", "_")
-    yield from _session_broker(tmp_path_factory, ApachePulsar, name, line=line)
-
-
-@pytest.fixture(scope="session", params=tuple(LINES), ids=tuple(LINES))
-def apache_line_txn(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ApachePulsar]:
-    """``apache_line`` with transactions on (the ``txn`` variant); ``4.0`` is
-    ``apache_pulsar_txn``."""
-    line: str = request.param
-    if line == DEFAULT_LINE:
-        yield request.getfixturevalue("apache_pulsar_txn")
-        return
-    name = "apache_line_txn_" + line.replace(".", "_")
-    yield from _session_broker(tmp_path_factory, ApachePulsar, name, line=line, variant="txn")
+    yield from _session_broker(tmp_path_factory, ApachePulsar, name, line=line, variant="line")
 
 
 @pytest.fixture

@@ -334,16 +334,21 @@ class LastIds:
         # A driver that died without closing its connection keeps its Exclusive
         # consumer on the broker until the broker's keepalive finds it gone.
         busy_deadline = max(deadline, time.monotonic() + BUSY_WAIT)
+        tries = 0
         while True:
+            tries += 1
             try:
                 probe = self._probe(topic)
                 return gone if probe is None else call(probe)
-            except PulsarError as exc:  # noqa: PERF203 (a retry loop)
+            except PulsarError as exc:
                 self._forget(topic)
                 delay = backoff.next()
                 busy = isinstance(exc, ServerError) and exc.code == pb.ConsumerBusy
                 until = busy_deadline if busy and self.subscription is not None else deadline
-                if not may_retry(exc) or time.monotonic() + delay > until:
+                # A first try that spent the deadline on a connection that then closed
+                # (a busy machine) still gets one more, on a new connection.
+                late = tries > 1 and time.monotonic() + delay > until
+                if not may_retry(exc) or late:
                     if hasattr(exc, "add_note"):  # Python 3.11+
                         exc.add_note(self._doing(topic, exc))
                     raise

@@ -50,7 +50,7 @@ from pulsar_spark.protocol.ids.message_id import LATEST, MessageId, to_signed64
 from pulsar_spark.protocol.ids.position import Position
 from pulsar_spark.protocol.schemas.info import SchemaInfo
 
-from ..errors import OperationTimeout
+from ..errors import BrokerUnsupported, OperationTimeout
 from ..names import TopicName
 from ..net.lookup import LookupService
 from ..net.waiter import quiet_for
@@ -450,6 +450,22 @@ class PartitionReader(ReaderSession):
             # The end (say, a marker) will never be dispatched; but chunks may still
             # come for a message begun in the range.
             return self._chunks.nothing_to_wait_for()
+        caps = self._live().conn.capabilities
+        limit = min(self.STALL, self._timeout)
+        if caps.last_id_may_be_marker and quiet > limit:
+            # On this release the last id may be a marker that is never sent; nothing in
+            # the protocol tells that from a stalled topic, so say both.
+            msg = (
+                f"reading {self.topic} up to its last message: the broker "
+                f"({caps.server_version}) answers {last} as the last message id, but "
+                f"dispatched nothing after {seen} for {quiet:.0f} s. "
+                "Apache Pulsar releases before 3.0.5, 3.2.3 and 3.3 may answer the "
+                "position of a marker (a transaction's commit or abort, a replicated "
+                "subscription's snapshot) that is never delivered, so the read cannot "
+                "see its end. Upgrade the broker, or end the read at a message id "
+                "that was delivered (Spark: endingOffsets)."
+            )
+            raise BrokerUnsupported(msg)
         if quiet > self._timeout:
             msg = (
                 f"reader on {self.topic} received nothing for {self._timeout:g} s while "
