@@ -26,6 +26,8 @@ from pulsar_spark.protocol.entry import open_entry
 from pulsar_spark.protocol.entry_messages import messages
 from pulsar_spark.protocol.framing import Frame, encode_command
 from tests.support.admin import AdminError
+from tests.support.fault_proxy import FrameHook
+from tests.support.faults import try_to_land, unload, unload_storm
 from tests.support.official import official_client, produce, read_all
 
 T = pb.BaseCommand
@@ -261,9 +263,8 @@ def test_unload_in_the_middle_of_a_read_loses_and_repeats_nothing(
             got.extend(batch.column("value").to_pylist())
             ids.extend(batch.column("messageId").to_pylist())
             if unloads < 3 and len(got) >= 500 * (unloads + 1):
-                admin.unload(topic_name)
+                unload(admin, topic_name)  # tried again while refused
                 unloads += 1
-    assert unloads == 3
     assert reader.reconnects >= 3
     assert len(ids) == len(set(ids))
     assert got == sent
@@ -296,7 +297,7 @@ def test_unload_in_the_middle_of_a_write_loses_and_repeats_nothing(
                 if i in (500, 1500, 2500):
                     # Batches are in flight, unconfirmed: the broker closes the producer,
                     # ours re-creates it and sends them again with the same sequence ids.
-                    admin.unload(topic_name)
+                    unload(admin, topic_name)
                     # Let it re-attach before the next unload (an unload during the
                     # reconnect: see test_a_close_during_the_reconnect_is_not_lost).
                     _wait_attached(admin, topic_name, producer)
@@ -325,7 +326,8 @@ def _close_before_success_hook(admin, topic: str):
 
     On the second PRODUCER_SUCCESS of the connection (the re-created producer, id 1) it
     unloads the topic, so the broker really closes that producer, and delivers the
-    broker's CLOSE_PRODUCER for it *before* the PRODUCER_SUCCESS instead of after.
+    broker's CLOSE_PRODUCER for it *before* the PRODUCER_SUCCESS instead of after. An
+    unload the broker refuses is tried again; ``hook.failure`` says why it did not land.
     """
     state = {"successes": 0, "swallow": False}
 
@@ -334,7 +336,13 @@ def _close_before_success_hook(admin, topic: str):
         if kind == T.PRODUCER_SUCCESS and frame.command.producer_success.producer_ready:
             state["successes"] += 1
             if state["successes"] == 2:
-                admin.unload(topic)  # the broker closes producer 1 and says so (swallowed)
+                # The broker closes producer 1 and says so (swallowed below). A few tries
+                # only: the producer's creation waits for this frame meanwhile.
+                error = try_to_land(lambda: admin.unload(topic), tries=5)
+                if error is not None:
+                    why = f"the unload during the reconnect did not land after 5 tries: {error}"
+                    hook.failure = why  # type: ignore[attr-defined]
+                    return raw
                 state["swallow"] = True
                 close = pb.CommandCloseProducer(producer_id=1, request_id=2**63 - 1)
                 return encode_command(T(type=T.CLOSE_PRODUCER, close_producer=close)) + raw
@@ -347,78 +355,51 @@ def _close_before_success_hook(admin, topic: str):
             return b""
         return raw
 
+    hook.failure = None  # type: ignore[attr-defined]
     return hook
 
 
 def test_a_close_during_the_reconnect_is_not_lost(apache_pulsar, fault_proxy, topic_name) -> None:
     admin = apache_pulsar.admin
-    proxy = fault_proxy(
-        apache_pulsar.service_url, frame_hook=_close_before_success_hook(admin, topic_name)
-    )
+    hook = _close_before_success_hook(admin, topic_name)
+    proxy = fault_proxy(apache_pulsar.service_url, frame_hook=hook)
     with PulsarClient(proxy.service_url) as client:
         producer = client.create_producer(topic_name, batching=False, send_timeout=15)
         try:
             producer.send(b"before")
             producer.flush()
-            admin.unload(topic_name)  # producer 0 closed: ours re-creates it (producer 1)
+            unload(admin, topic_name)  # producer 0 closed: ours re-creates it (producer 1)
             producer.send(b"after")
             producer.flush()  # waits for "after": hangs when the close was lost
         finally:
             with contextlib.suppress(Exception):
                 producer.close()
         rows = _rows(client, topic_name)
+    if hook.failure is not None:
+        pytest.fail(hook.failure)
     assert [r["value"] for r in rows] == [b"before", b"after"]
 
 
-class _UnloadStorm:
-    """Unloads ``topic`` every ``interval`` seconds in a thread, while in a ``with`` and
-    for ``duration`` seconds at most (a storm that never ends keeps the topic from ever
-    loading: every SUBSCRIBE then meets "Topic is temporarily unavailable")."""
+def _receipts() -> tuple[FrameHook, Callable[[], int]]:
+    """A fault-proxy hook that counts SEND_RECEIPTs, and the count (the writer's progress:
+    receipts come back once its producer is attached again)."""
+    count = [0]
 
-    def __init__(
-        self,
-        admin,
-        topic: str,
-        interval: float = 0.05,
-        duration: float = 5.0,
-        progress: Callable[[], int] | None = None,
-    ) -> None:
-        self.admin, self.topic, self.interval = admin, topic, interval
-        self.deadline = time.monotonic() + duration
-        self.unloads = 0
-        # With ``progress`` (a count that grows as the client gets on), the next unload
-        # waits until the client got on since the last one: each unload then meets a
-        # client that is attached, however long its reconnects take on a busy machine.
-        self._progress = progress
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+    def hook(frame: Frame, raw: bytes) -> bytes:
+        if frame.command.type == T.SEND_RECEIPT:
+            count[0] += 1
+        return raw
 
-    def _run(self) -> None:
-        seen = None
-        while not self._stop.is_set() and time.monotonic() < self.deadline:
-            if self._progress is not None and self._progress() == seen:
-                self._stop.wait(0.01)
-                continue
-            with contextlib.suppress(AdminError):  # e.g. while the topic is being loaded
-                self.admin.unload(self.topic)
-                self.unloads += 1
-                seen = None if self._progress is None else self._progress()
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> _UnloadStorm:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    return hook, lambda: count[0]
 
 
 def test_a_write_under_an_unload_storm_is_exactly_once_with_dedup(
-    apache_pulsar_dedup, topic_name
+    apache_pulsar_dedup, fault_proxy, topic_name
 ) -> None:
     sent = _values(2000)
-    with PulsarClient(apache_pulsar_dedup.service_url) as client:
+    hook, receipts = _receipts()
+    proxy = fault_proxy(apache_pulsar_dedup.service_url, frame_hook=hook)
+    with PulsarClient(proxy.service_url) as client:
         with client.create_producer(
             topic_name,
             producer_name=f"storm-{secrets.token_hex(4)}",
@@ -428,13 +409,26 @@ def test_a_write_under_an_unload_storm_is_exactly_once_with_dedup(
         ) as producer:
             producer.send(b"first")
             producer.flush()
-            with _UnloadStorm(apache_pulsar_dedup.admin, topic_name) as storm:
-                for value in sent:
+            # An unload every 0.05 s once 5 more receipts came back (the producer is
+            # attached again); the writer waits for the k-th before message 300 k: 5 at
+            # least land in the middle of the sends, however slow the machine.
+            storm = unload_storm(
+                apache_pulsar_dedup.admin,
+                topic_name,
+                receipts,
+                at_least=5,
+                every=300,
+                step=5,
+                interval=0.05,
+            )
+            with storm:
+                for i, value in enumerate(sent):
+                    storm.wait_due(i)
                     producer.send(value)
                     time.sleep(0.001)  # spread the sends over the storm
             producer.flush()
         rows = _rows(client, topic_name)
-    assert storm.unloads >= 5
+    print(f"\n{storm.landed} unloads under the write")
     assert [r["value"] for r in rows] == [b"first", *sent]
 
 
@@ -446,13 +440,26 @@ def test_a_read_under_an_unload_storm_loses_and_repeats_nothing(apache_pulsar, t
             client._lookup, parse_topic(topic_name), receiver_queue_size=20, batch_rows=20
         )
         got: list[bytes] = []
-        with _UnloadStorm(
-            apache_pulsar.admin, topic_name, interval=0.1, duration=3, progress=lambda: len(got)
-        ) as storm:
+        # An unload every 0.1 s once the reader got 50 rows on (more than it holds: it
+        # reconnected), 10 at most; the reader waits for the k-th before going past row
+        # 400 k, so 5 at least land in the middle of the read, however slow the machine.
+        storm = unload_storm(
+            apache_pulsar.admin,
+            topic_name,
+            lambda: len(got),
+            at_least=5,
+            at_most=10,
+            every=400,
+            step=50,
+            interval=0.1,
+        )
+        with storm:
             for batch in reader:
                 got.extend(batch.column("value").to_pylist())
+                storm.wait_due(len(got))
                 time.sleep(0.02)  # a slow consumer: the storm lands in the middle
-    assert storm.unloads >= 5 and reader.reconnects >= 3
+    print(f"\n{storm.landed} unloads under the read, {reader.reconnects} reconnects")
+    assert reader.reconnects >= 3
     assert got == sent
 
 

@@ -17,6 +17,7 @@ from pulsar_spark.client.names import parse_topic
 from pulsar_spark.client.read.bounds import FROM_EARLIEST
 from pulsar_spark.protocol import MessageId
 from tests.support.admin import topic_path
+from tests.support.faults import unload
 from tests.support.figures import figure
 
 
@@ -167,11 +168,11 @@ def test_a_topic_truncated_during_a_read_is_data_loss(
     found: list[tuple[MessageId, MessageId]] = []
     with PulsarClient(apache_pulsar.service_url) as client:
         _fill(client, topic_name, 200, "old")
-        admin.unload(topic_name)  # the 200 messages' ledger is closed: truncation takes it
+        unload(admin, topic_name)  # the 200 messages' ledger is closed: truncation takes it
 
         def truncate_and_write() -> None:
             admin.request("DELETE", f"{topic_path(topic_name)}/truncate")
-            admin.unload(topic_name)  # the reader re-subscribes after the truncation
+            unload(admin, topic_name)  # the reader re-subscribes after the truncation
             _fill(client, topic_name, 5, "new")
 
         reader = _reader(client, topic_name, lambda h, n: found.append((h, n)))
@@ -189,10 +190,10 @@ def test_no_loss_no_report_across_unloads(apache_pulsar, topic_name, record_prop
     with PulsarClient(apache_pulsar.service_url) as client:
         for part in range(3):
             _fill(client, topic_name, 60, f"p{part}")
-            admin.unload(topic_name)
+            unload(admin, topic_name)
         reader = _reader(client, topic_name, lambda h, n: found.append((h, n)))
         started = time.monotonic()
-        got = _read_with_fault(reader, lambda: admin.unload(topic_name))
+        got = _read_with_fault(reader, lambda: unload(admin, topic_name))
     _loss_figure(record_property, "unloads_no_loss", got, found, time.monotonic() - started, 180)
     assert len(got) == 180
     assert found == []

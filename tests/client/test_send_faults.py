@@ -9,7 +9,6 @@ ERROR the way a broker does during an unload.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
 import threading
@@ -22,7 +21,7 @@ from pulsar_spark.client.errors import OperationTimeout
 from pulsar_spark.client.write.producer import Producer
 from pulsar_spark.protocol import Frame, encode_command, pb
 from pulsar_spark.protocol.errors import ServerError
-from tests.support.admin import AdminError
+from tests.support.faults import unload_storm
 
 T = pb.BaseCommand
 
@@ -389,38 +388,24 @@ def test_create_producer_during_a_broker_restart(fresh_pulsar_lite, topic_name) 
 
 
 def test_producers_created_under_an_unload_storm(apache_pulsar, topic_name) -> None:
-    # Unloads every 0.1 s while producers are created one after the other (at least 10,
-    # until 8 unloads went through): a creation meets ServiceNotReady ("is being
-    # unloaded"), a lookup answered by a broker losing the topic, or a closed producer;
-    # each retries. (A storm that never ends keeps any producer from holding on.)
+    # Unloads every 0.1 s, each once a producer was made since the last one, while
+    # producers are created one after the other (at least 10, until 8 unloads landed): a
+    # creation meets ServiceNotReady ("is being unloaded"), a lookup answered by a broker
+    # losing the topic, or a closed producer; each retries. (An unload waits for a
+    # creation that held on: a storm that never lets one finish would prove nothing.)
     admin = apache_pulsar.admin
     url = apache_pulsar.service_url
     with PulsarClient(url) as client, client.create_producer(topic_name) as producer:
         producer.send(b"first")
-    stop = threading.Event()
-    unloads = [0]
-
-    def storm() -> None:
-        deadline = time.monotonic() + 15
-        while not stop.wait(0.1) and time.monotonic() < deadline:
-            with contextlib.suppress(AdminError):  # the topic may be loading: go on
-                admin.unload(topic_name)
-                unloads[0] += 1
-
-    thread = threading.Thread(target=storm, daemon=True)
-    thread.start()
     created = 0
-    try:
-        with PulsarClient(url, operation_timeout=20) as client:
-            while created < 10 or (unloads[0] < 8 and thread.is_alive()):
-                with client.create_producer(topic_name, batching=False) as producer:
-                    producer.send(b"p%d" % created)
-                created += 1
-    finally:
-        stop.set()
-        thread.join()
-    print(f"\n{created} producers created under {unloads[0]} unloads")
-    assert unloads[0] >= 8
+    storm = unload_storm(admin, topic_name, lambda: created, at_least=8, interval=0.1)
+    with storm, PulsarClient(url, operation_timeout=20) as client:
+        while created < 10 or storm.landed < storm.at_least:
+            storm.check()  # an unload refused again and again ends the run
+            with client.create_producer(topic_name, batching=False) as producer:
+                producer.send(b"p%d" % created)
+            created += 1
+    print(f"\n{created} producers created under {storm.landed} unloads")
     values = _values(url, topic_name)
     assert list(dict.fromkeys(values)) == [b"first"] + [b"p%d" % i for i in range(created)]
 

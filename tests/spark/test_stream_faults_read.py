@@ -22,6 +22,7 @@ from pulsar_spark.spark.spark_types import spark_schema
 from pulsar_spark.spark.stream.offsets import EARLIEST, parse_offsets
 from pulsar_spark.spark.stream.reader import PulsarStreamReader
 from tests.support.admin import topic_path
+from tests.support.faults import unload
 from tests.support.figures import figure
 
 
@@ -70,7 +71,7 @@ def _first_ledger_removed(apache_pulsar, topic_name, first: list[str], second: l
     end = _latest(reader, start)
     assert _batch(reader, start, end) == [v.encode() for v in first]
     reader.commit(end)
-    admin.unload(topic_name)  # the ledger is closed; the next message opens another
+    unload(admin, topic_name)  # the ledger is closed; the next message opens another
     _fill(url, topic_name, second)
     return reader, end
 
@@ -122,7 +123,7 @@ def test_a_removed_ledger_with_messages_after_the_position_is_loss(
         last = reader.client.get_last_message_id(topic_name)
         assert last is not None
         end1 = {topic_name: f"after:{last.ledger}:4:-1:-1"}  # half of the ledger read
-        admin.unload(topic_name)
+        unload(admin, topic_name)
         _fill(url, topic_name, [f"b-{i}" for i in range(10)])
         end2 = _latest(reader, end1)
         parts = reader.partitions(end1, end2)

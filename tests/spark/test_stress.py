@@ -15,6 +15,7 @@ import random
 import time
 from collections import Counter
 
+from tests.support.faults import unload
 from tests.support.official import produce
 from tests.support.spark_faults import figure, multiset_gaps
 
@@ -95,7 +96,7 @@ def test_random_stress_of_a_pattern_stream(
                 query = start()
             else:
                 topic = rng.choice(sorted(topics))
-                admin.unload(topic)
+                unload(admin, topic)
                 add_data(topic)
             done[action] += 1
             query.processAllAvailable()
