@@ -3,11 +3,14 @@
     python bench/client_write.py [--messages 1000000] [--size 100] [--service-url URL]
 
 Without ``--service-url`` an embedded pulsar-lite is started. Each side writes
-``--messages`` payloads of ``--size`` bytes to its own topic, batched, LZ4,
+``--messages`` payloads of ``--size`` bytes to its own topic, batched, LZ4 (or ZSTD),
 and waits until every message is confirmed:
 
 * ours: ``Producer.send_batch(arrow_table)`` then ``flush()``;
 * official: ``send_async`` per row then ``flush()``.
+
+``--compression zstd``: ZSTD instead of LZ4 on both sides (each of our producer threads
+has its own compression context).
 
 ``--encrypted``: end-to-end encryption for one RSA-2048 key made for the run
 (ours: ``encryption_keys=``/``public_key=``; official: ``encryption_key`` and
@@ -44,6 +47,14 @@ from client_read import KEYS_ENV, _keys, _write_keys
 
 from pulsar_spark.client import PulsarClient
 
+#: The codec of both sides, handed to each write's process (``--compression``).
+CODEC_ENV = "PULSAR_SPARK_BENCH_COMPRESSION"
+OFFICIAL_CODECS = {"lz4": pulsar.CompressionType.LZ4, "zstd": pulsar.CompressionType.ZSTD}
+
+
+def _codec() -> str:
+    return os.environ.get(CODEC_ENV, "lz4")
+
 
 def write_ours(url: str, topic: str, table: pa.Table) -> None:
     with PulsarClient(url) as client:
@@ -52,7 +63,7 @@ def write_ours(url: str, topic: str, table: pa.Table) -> None:
         if keys is not None:
             crypto = {"encryption_keys": "bench.key", "public_key": Path(keys["pub"]).as_uri()}
         # Our defaults: batches of up to 10,000 messages / 1 MiB, 100,000 messages in flight.
-        producer = client.create_producer(topic, compression="lz4", **crypto)
+        producer = client.create_producer(topic, compression=_codec(), **crypto)
         producer.send_batch(table)
         producer.flush()
         producer.close()
@@ -69,7 +80,7 @@ def write_official(url: str, topic: str, table: pa.Table) -> None:
         producer = client.create_producer(
             topic,
             **crypto,
-            compression_type=pulsar.CompressionType.LZ4,
+            compression_type=OFFICIAL_CODECS[_codec()],
             batching_enabled=True,
             block_if_queue_full=True,
             max_pending_messages=10_000,
@@ -98,6 +109,7 @@ def main() -> int:
     parser.add_argument(
         "--encrypted", action="store_true", help="end-to-end encryption (one RSA key)"
     )
+    parser.add_argument("--compression", choices=sorted(OFFICIAL_CODECS), default="lz4")
     parser.add_argument("--partitions", type=int, default=0, help="topics of N partitions")
     parser.add_argument("--keys", type=int, default=0, help="row i keyed k<i %% K>")
     parser.add_argument("--json-out", metavar="PATH", help="also write the results as JSON")
@@ -115,6 +127,7 @@ def main() -> int:
         WRITERS[name](url, topic, table)
         child_report(seconds=time.perf_counter() - started)
         return 0
+    os.environ[CODEC_ENV] = args.compression
     key_dir = tempfile.TemporaryDirectory() if args.encrypted else None
     if key_dir is not None:
         os.environ[KEYS_ENV] = json.dumps(_write_keys(key_dir.name))
@@ -169,6 +182,7 @@ def main() -> int:
                 encrypted=args.encrypted,
                 partitions=args.partitions,
                 keys=args.keys,
+                compression=args.compression,
                 runs=args.runs,
                 broker=args.service_url or "pulsar-lite (embedded)",
                 seconds=times,

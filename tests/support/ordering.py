@@ -20,9 +20,11 @@ of the longest queue's tail. A test of minutes at the end of a share keeps one w
 while the others have nothing left to take. So, under xdist, the collected list is built
 as *k* shares of exactly those sizes: the ``waits`` tests open the first share, the tests
 in :data:`SECONDS` go to the share with the least work so far, longest first (each share
-opens with its long tests; the tests of a :data:`TOGETHER` file as one), and the other
-tests fill the shares in collected order. Every worker builds the same list from the same
-collection, as xdist requires. One process (no ``-n``) keeps the collected order.
+opens with its long tests; the tests of a :data:`TOGETHER` file as one, and so are the
+tests of each :data:`PINNED` session broker, so that one worker runs it rather than
+every worker its own), and the other tests fill the shares in collected order. Every
+worker builds the same list from the same collection, as xdist requires. One process (no
+``-n``) keeps the collected order.
 """
 
 from __future__ import annotations
@@ -328,13 +330,20 @@ SECONDS: dict[str, int] = {
     "tests/spark/test_read.py::test_partitioned_topic_and_a_list_of_topics[apache]": 8,
 }
 
-#: Files whose tests run in one worker, with the seconds all of them take: the first version
-#: test starts the background smoke
+#: Files whose tests run in one worker, with the seconds all of them take (0: the sum of
+#: their :data:`SECONDS`): the first version test starts the background smoke
 #: runs that all of them wait for (``tests/versions/conftest.py``), in the worker it runs in;
 #: the conformance set starts a broker of each Pulsar line (``apache_line``), once.
 TOGETHER: dict[str, int] = {
     "tests/versions/test_spark_versions.py": 222,
     "tests/lines/test_conformance.py": 345,
+    # A module-scoped fixture each worker would make again: a broker of its own, 1 GB of
+    # messages, a matrix of Java-encrypted topics, key stores and their broker, a wheel.
+    "tests/spark/test_listeners.py": 0,
+    "tests/client/test_read_memory.py": 0,
+    "tests/client/test_encryption_interop.py": 0,
+    "tests/client/test_keystores.py": 0,
+    "tests/test_packaging.py": 0,
 }
 #: Session brokers run by one worker only: every test that uses one is in the same share
 #: (a broker per worker would cost a start, ~10 s of CPU, and its idle load for the run).
