@@ -1,10 +1,11 @@
-"""TLS, token authentication, mutual TLS and credential refresh against Apache Pulsar 4.0
-(the ``apache_pulsar_secure`` fixture of tests/support/apache.py).
+"""TLS, token, basic and mutual TLS authentication and credential refresh against Apache
+Pulsar 4.0 (the ``apache_pulsar_secure`` fixture of tests/support/apache.py).
 
 The broker's certificate names ``localhost`` only, so ``localhost`` is the right host name
 and ``127.0.0.1`` (the same socket) the wrong one. Tokens are HS256 JWTs signed with the
 broker's secret key: role ``client`` may produce and consume in ``public/default``, role
-``admin`` is a superuser, any other role is authenticated but not authorized.
+``admin`` is a superuser, any other role is authenticated but not authorized. Basic
+authentication's one user, ``spark-jobs``, is a role with the ``client`` role's permissions.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 import pytest
 
 from pulsar_spark.client import (
+    BasicAuthentication,
     CertificateRefused,
     ConnectError,
     PulsarClient,
@@ -225,6 +227,54 @@ def test_a_token_file_is_read_again_on_each_connect(
         producer.send(b"from a token file")
     with _secure_client(apache_pulsar_secure, TokenAuthentication(sec.token)) as client:
         assert [r["value"] for r in _rows(client, topic_name)] == [b"from a token file"]
+
+
+# -- basic authentication ----------------------------------------------------------------
+
+
+def test_basic_authentication_the_user_is_the_role(apache_pulsar_secure, topic_name) -> None:
+    # AuthenticationProviderBasic checks the password against the broker's htpasswd file;
+    # the user id is the role the namespace's permissions name. The official client reads
+    # what was written with the same credentials.
+    import pulsar
+
+    sec = apache_pulsar_secure.secure
+    auth = BasicAuthentication(sec.basic_user, sec.basic_password)
+    with _secure_client(apache_pulsar_secure, auth) as client:
+        with client.create_producer(topic_name) as producer:
+            producer.send(b"as spark-jobs")
+        assert [r["value"] for r in _rows(client, topic_name)] == [b"as spark-jobs"]
+    official = {
+        "tls_trust_certs_file_path": sec.ca_cert,
+        "tls_validate_hostname": True,
+        "authentication": pulsar.AuthenticationBasic(sec.basic_user, sec.basic_password),
+    }
+    got = read_all(apache_pulsar_secure.service_url, topic_name, client_options=official)
+    assert [r["value"] for r in got] == [b"as spark-jobs"]
+
+
+@pytest.mark.parametrize("case", ["wrong password", "unknown user"])
+def test_bad_basic_credentials_are_refused_without_showing_the_password(
+    apache_pulsar_secure, topic_name, case: str
+) -> None:
+    sec = apache_pulsar_secure.secure
+    wrong = sec.basic_password[::-1] + "-x"
+    auth = {
+        "wrong password": BasicAuthentication(sec.basic_user, wrong),
+        "unknown user": BasicAuthentication("nobody", sec.basic_password),
+    }[case]
+    t0 = time.monotonic()
+    with (
+        _secure_client(apache_pulsar_secure, auth) as client,
+        pytest.raises(PulsarError, match=r"(?i)authenticat") as info,
+    ):
+        client.get_partitions(topic_name)
+    assert time.monotonic() - t0 < 5
+    assert not info.value.retriable
+    text = f"{info.value!r} {info.value}"
+    assert "CONNECT to localhost" in text
+    assert sec.basic_password not in text
+    assert wrong not in text
 
 
 # -- mutual TLS ----------------------------------------------------------------------

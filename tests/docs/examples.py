@@ -21,8 +21,9 @@ The examples are written as a user runs them, against ``pulsar://localhost:6650`
 ``http://localhost:8080``; on TLS ``pulsar+ssl://localhost:6651`` and
 ``https://localhost:8443``); the test puts its broker's addresses in their place
 (:data:`PLACEHOLDERS`). Certificates are at ``/etc/pulsar/tls/{ca,client,client-key}.pem``
-and a token in ``/etc/pulsar/token.txt`` or the environment's ``PULSAR_TOKEN``: the secure
-broker's files and its ``client`` role's token take their place. Each page runs in a fresh
+and a token in ``/etc/pulsar/token.txt`` or the environment's ``PULSAR_TOKEN``, the password
+of the basic user ``spark-jobs`` in ``PULSAR_PASSWORD``: the secure broker's files, its
+``client`` role's token and that user's password take their place. Each page runs in a fresh
 working directory. Spark resolves a relative path against the directory its JVM started in,
 which no page can move, so the relative paths of examples start with one of
 :data:`RELATIVE_ROOTS` (``"checkpoints/orders"``, ``"lake/orders"``), which the test roots in

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 PAGES = pages()
 
 
+#: The environment variables a page reads credentials from, by the broker's value they hold.
+ENVIRONMENT = {"PULSAR_TOKEN": "token", "PULSAR_PASSWORD": "password"}
+
+
 def _values(request: pytest.FixtureRequest, kind: str, workdir: Path) -> dict[str, str]:
     """The broker of ``kind``'s addresses and files, by :data:`PLACEHOLDERS` value."""
     if kind in ("lite", "lite-partitioned"):
@@ -51,6 +55,7 @@ def _values(request: pytest.FixtureRequest, kind: str, workdir: Path) -> dict[st
             "client_key": sec.client_key,
             "token_file": str(token_file),
             "token": sec.token,
+            "password": sec.basic_password,
         })  # fmt: skip
     return values
 
@@ -85,24 +90,28 @@ def _relative_roots(page: Page) -> set[str]:
 def _page_environment(
     spark: SparkSession, page: Page, workdir: Path, values: dict[str, str]
 ) -> Iterator[None]:
-    """The page's working directory and token; and a check that the page left none of its
-    relative paths in the directory Spark's JVM started in (where Spark would put them)."""
-    cwd, saved = Path.cwd(), os.environ.get("PULSAR_TOKEN")
+    """The page's working directory and credentials (:data:`ENVIRONMENT`); and a check that
+    the page left none of its relative paths in the directory Spark's JVM started in (where
+    Spark would put them)."""
+    cwd = Path.cwd()
+    saved = {name: os.environ.get(name) for name in ENVIRONMENT}
     jvm = spark._jvm
     assert jvm is not None
     jvm_cwd = Path(jvm.java.lang.System.getProperty("user.dir"))
     before = set(jvm_cwd.iterdir())
     os.chdir(workdir)
-    if "token" in values:
-        os.environ["PULSAR_TOKEN"] = values["token"]
+    for name, key in ENVIRONMENT.items():
+        if key in values:
+            os.environ[name] = values[key]
     try:
         yield
     finally:
         os.chdir(cwd)
-        if saved is None:
-            os.environ.pop("PULSAR_TOKEN", None)
-        else:
-            os.environ["PULSAR_TOKEN"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     left = sorted(
         p.name for p in set(jvm_cwd.iterdir()) - before if p.name in _relative_roots(page)
     )

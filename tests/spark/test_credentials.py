@@ -237,6 +237,40 @@ def test_tokens_are_in_no_plan_progress_or_ui(
     figure(record_property, "credentials_in_plans", forms=len(TOKEN_FORMS), places=places)
 
 
+def test_basic_authentication_writes_reads_and_streams_and_shows_no_password(
+    spark, apache_pulsar_secure, topic_name, tmp_path, record_property
+) -> None:
+    # The broker checks the password against its htpasswd file (AuthenticationProviderBasic)
+    # and authorizes the user id as a role; the options as Java client users write them
+    # (class name, JSON) and in the short form (basic, key:value pairs).
+    broker = apache_pulsar_secure
+    sec = broker.secure
+    user, password = sec.basic_user, sec.basic_password
+    forms = {
+        "java class, json": (
+            "org.apache.pulsar.client.impl.auth.AuthenticationBasic",
+            json.dumps({"userId": user, "password": password}),
+        ),
+        "short name, pairs": ("basic", f"userId:{user},password:{password}"),
+    }
+    places = 0
+    for n, (form, (plugin, params)) in enumerate(sorted(forms.items())):
+        auth = {"pulsar.client.authPluginClassName": plugin, "pulsar.client.authParams": params}
+        shown = _shown_everywhere(spark, broker, f"{topic_name}-{n}", auth, tmp_path / f"c{n}")
+        assert _leaks(shown, password) == [], form
+        places += len(shown)
+    wrong = {"authPluginClassName": "basic", "authParams": f"userId:{user},password:x{password}"}
+    with pytest.raises(Exception) as info:
+        spark.read.format("pulsar").options(
+            **_secure(broker, topic=topic_name, **wrong)
+        ).load().count()
+    text = str(info.value)
+    assert re.search(r"(?i)AuthenticationError: .*authenticat", text), text[:2000]
+    assert broker.service_url.split("//")[1] in text, text[:2000]
+    _no_secret(text, password)
+    figure(record_property, "basic_auth", forms=len(forms), places=places, wrong_password="refused")
+
+
 def test_a_bare_jwt_is_shown_by_spark_in_stream_plans_unless_redaction_names_it(
     spark, apache_pulsar_secure, topic_name, tmp_path, record_property
 ) -> None:

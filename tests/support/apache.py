@@ -9,7 +9,8 @@ ZooKeeper and one bookie in one JVM) from the distribution of
 ``plain``
     ``pulsar://127.0.0.1:PORT``, admin on ``http://127.0.0.1:PORT``.
 ``secure``
-    TLS and token authentication with authorization (:mod:`tests.support.apache_tls`):
+    TLS, and token, mTLS and basic authentication (an ``htpasswd`` file of one user) with
+    authorization (:mod:`tests.support.apache_tls`):
     ``service_url`` is ``pulsar+ssl://localhost:PORT``; the plain ports stay open (tokens
     still required) for the broker's own internal client. Auth data is checked again
     every second (``authenticationRefreshCheckSeconds=1``), so a short-lived token makes
@@ -391,9 +392,11 @@ class ApachePulsar(BrokerProcess):
                 "authenticationEnabled": "true",
                 "authenticationProviders": (
                     "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
-                    "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
+                    "org.apache.pulsar.broker.authentication.AuthenticationProviderTls,"
+                    "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic"
                 ),
                 "tokenSecretKey": Path(sec.secret_key_file).as_uri(),
+                "basicAuthConf": Path(sec.htpasswd_file).as_uri(),
                 "authorizationEnabled": "true",
                 "superUserRoles": sec.superuser_role,
                 # How often the broker checks whether a connection's credentials have
@@ -506,9 +509,8 @@ class ApachePulsar(BrokerProcess):
             if sec is not None:
                 # The client role may produce and consume in public/default.
                 admin.grant_permission("public/default", sec.client_role, ["produce", "consume"])
-                admin.grant_permission(
-                    "public/default", sec.tls_client_role, ["produce", "consume"]
-                )
+                for role in (sec.tls_client_role, sec.basic_user):
+                    admin.grant_permission("public/default", role, ["produce", "consume"])
         except Exception:
             return False
         self.server_version = reply.server_version

@@ -15,6 +15,8 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,12 @@ class SecureSettings:
     superuser_role: str = "admin"
     #: The subject of the client certificate (its role with mTLS).
     tls_client_role: str = "client-tls"
+    #: Basic authentication: the ``htpasswd`` file the broker checks passwords against
+    #: (``basicAuthConf``), with one user, whose id is its role (produce and consume on
+    #: ``public/default``), and that user's password.
+    htpasswd_file: str = ""
+    basic_user: str = "spark-jobs"
+    basic_password: str = ""
 
     def make_token(self, subject: str | None = None, expires_in: float | None = None) -> str:
         """A token signed with this broker's key (role ``client`` by default)."""
@@ -173,6 +181,9 @@ def generate_secure_settings(directory: Path) -> SecureSettings:
     (d / "server.cert.pem").write_bytes(pem(server[0]))
     (d / "client.cert.pem").write_bytes(pem(client[0]))
     secret = os.urandom(32)
+    basic_password = secrets.token_urlsafe(18)
+    htpasswd = d / "htpasswd"
+    _write_private(htpasswd, f"spark-jobs:{_apr1(basic_password)}\n".encode())
     return SecureSettings(
         ca_cert=str(d / "ca.cert.pem"),
         ca_key=_write_private(d / "ca.key.pem", pem_key(root[1])),
@@ -185,4 +196,20 @@ def generate_secure_settings(directory: Path) -> SecureSettings:
         secret=secret,
         token=make_token(secret, "client"),
         superuser_token=make_token(secret, "admin"),
+        htpasswd_file=str(htpasswd),
+        basic_password=basic_password,
     )
+
+
+def _apr1(password: str) -> str:
+    """``password`` as an Apache MD5 (``$apr1$``) ``htpasswd`` entry, by ``openssl passwd``
+    (the password goes in on standard input, not the command line)."""
+    salt = secrets.token_hex(4)
+    done = subprocess.run(
+        ["openssl", "passwd", "-apr1", "-salt", salt, "-stdin"],
+        input=password.encode(),
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
+    return done.stdout.decode().strip()
