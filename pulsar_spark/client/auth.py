@@ -223,6 +223,13 @@ class OAuth2ClientCredentials(Authentication):
         except urllib.error.HTTPError as exc:
             body = exc.read()[:200].decode("utf-8", "replace")
             msg = f"OAuth2 request to {url} failed: HTTP {exc.code} {body}"
+            if form is not None and exc.code in (400, 401):
+                msg = (
+                    f"OAuth2 token endpoint {url} refused the credentials of client "
+                    f"{self._form['client_id']!r} (HTTP {exc.code} {body}): check the client "
+                    "id and secret (clientId and clientSecret, or the privateKey file), and "
+                    "the audience and scope"
+                )
             raise ClientError(msg) from exc
         except (OSError, ValueError) as exc:
             msg = f"OAuth2 request to {url} failed: {exc}"

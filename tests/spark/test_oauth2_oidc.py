@@ -1,0 +1,224 @@
+"""OAuth2 client credentials end to end: an OpenID Connect issuer (:mod:`tests.support.oidc`)
+hands out signed JWTs, and Apache Pulsar's ``AuthenticationProviderOpenID`` checks them
+(discovery, the issuer's JWKS, signature, expiry, audience) with authorization on.
+
+The broker is the secure variant (TLS, tokens) with the OpenID provider beside the token
+provider (both answer the ``token`` method: the broker tries each); the issuer's client
+``spark-jobs`` is the role the namespace's permissions name. The options are written as
+users of the Java client write them: ``authPluginClassName`` the Java class, ``authParams``
+a JSON object with ``issuerUrl``, ``privateKey`` (a key file, or a ``data:`` URL of one),
+``audience`` and ``scope``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pulsar_spark.client import OAuth2ClientCredentials, PulsarClient, TokenAuthentication
+from pulsar_spark.protocol.errors import PulsarError
+from tests.support.apache import ApachePulsar
+from tests.support.figures import figure
+from tests.support.oidc import OidcIssuer
+
+OAUTH2 = "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2"
+CLIENT = "spark-jobs"
+SECRET = "oidc-Secret-never-shown-4711"
+AUDIENCE = "urn:pulsar:test-cluster"
+PROVIDERS = (
+    "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
+    "org.apache.pulsar.broker.authentication.oidc.AuthenticationProviderOpenID"
+)
+
+
+@pytest.fixture(scope="module")
+def oidc() -> Iterator[OidcIssuer]:
+    with OidcIssuer({CLIENT: SECRET}, audience=AUDIENCE) as issuer:
+        yield issuer
+
+
+@pytest.fixture(scope="module")
+def oidc_pulsar(
+    oidc: OidcIssuer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApachePulsar]:
+    settings = {
+        "authenticationProviders": PROVIDERS,
+        "openIDAllowedTokenIssuers": oidc.url,
+        "openIDAllowedAudiences": AUDIENCE,
+        # The test issuer speaks plain HTTP on loopback; a real one is https.
+        "openIDRequireIssuersUseHttps": "false",
+        # A token signed with a key the broker's JWKS cache does not know makes it fetch
+        # the JWKS again at most this often (default 300 s): at once here, so a rotation
+        # needs no wait.
+        "openIDKeyIdCacheMissRefreshSeconds": "0",
+    }
+    root = tmp_path_factory.mktemp("apache_oidc")
+    with ApachePulsar(root, variant="secure", name="apache_oidc", settings=settings) as broker:
+        yield broker
+
+
+def _key_file(directory: Path, secret: str = SECRET) -> Path:
+    path = directory / "credentials.json"
+    path.write_text(json.dumps({"client_id": CLIENT, "client_secret": secret}))
+    path.chmod(0o600)
+    return path
+
+
+def _data_url(secret: str = SECRET) -> str:
+    body = json.dumps({"client_id": CLIENT, "client_secret": secret}).encode()
+    return "data:application/json;base64," + base64.b64encode(body).decode("ascii")
+
+
+def _options(broker: ApachePulsar, topic: str, **params: str) -> dict[str, str]:
+    return {
+        "service.url": broker.service_url,
+        "pulsar.client.tlsTrustCertsFilePath": broker.secure.ca_cert,
+        "pulsar.client.authPluginClassName": OAUTH2,
+        "pulsar.client.authParams": json.dumps(params),
+        "topic": topic,
+    }
+
+
+def _client(
+    broker: ApachePulsar, auth: OAuth2ClientCredentials | TokenAuthentication
+) -> PulsarClient:
+    return PulsarClient(
+        broker.service_url,
+        auth=auth,
+        tls_trust_certs_file=broker.secure.ca_cert,
+        connect_timeout=5,
+        operation_timeout=10,
+    )
+
+
+def _no_secret(text: str) -> None:
+    assert SECRET not in text, f"the client secret is shown: {text[:400]!r}"
+
+
+def test_spark_writes_reads_and_streams_with_tokens_the_broker_checked(
+    spark, oidc_pulsar, oidc, topic_name, tmp_path, record_property
+) -> None:
+    key = _key_file(tmp_path)
+    forms = {
+        "key file": {"privateKey": key.as_uri()},
+        "data url": {"privateKey": _data_url()},
+    }
+    fetched: dict[str, int] = {}
+    for n, (form, extra) in enumerate(sorted(forms.items())):
+        topic = f"{topic_name}-{n}"
+        options = _options(
+            oidc_pulsar, topic, issuerUrl=oidc.url, audience=AUDIENCE, scope="pulsar", **extra
+        )
+        before = oidc.issued[CLIENT]
+        rows = spark.createDataFrame([(f"v{i}",) for i in range(50)], "value string")
+        rows.write.format("pulsar").options(**options).mode("append").save()
+        df = spark.read.format("pulsar").options(**options).load()
+        got = sorted(r.value for r in df.selectExpr("cast(value as string) value").collect())
+        assert got == sorted(f"v{i}" for i in range(50)), form
+        stream = (
+            spark.readStream.format("pulsar")
+            .options(**options, startingOffsets="earliest")
+            .load()
+            .selectExpr("cast(value as string) value")
+        )
+        query = (
+            stream.writeStream.format("memory")
+            .queryName(f"oidc_{n}")
+            .option("checkpointLocation", str(tmp_path / f"c{n}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None, query.exception()
+        streamed = sorted(r.value for r in spark.table(f"oidc_{n}").collect())
+        assert streamed == got, form
+        # The driver's and the Python workers' processes each fetch a token of their own
+        # (and keep it while it lives): more than one, far fewer than the connections made.
+        fetched[form] = oidc.issued[CLIENT] - before
+        assert fetched[form] >= 2, form
+        _no_secret(json.dumps([p.json for p in query.recentProgress]))
+    # A wrong secret, as Spark shows it: the token endpoint and the client named, the
+    # secret nowhere.
+    wrong = _options(oidc_pulsar, topic_name, issuerUrl=oidc.url, audience=AUDIENCE,
+                     privateKey=_data_url(SECRET + "-wrong"))  # fmt: skip
+    with pytest.raises(Exception) as info:
+        spark.read.format("pulsar").options(**wrong).load().count()
+    text = str(info.value)
+    assert re.search(
+        r"token endpoint \S+/token refused the credentials of client 'spark-jobs'", text
+    ), text[:2000]
+    _no_secret(text)
+    figure(record_property, "oauth2_oidc", **{f"tokens_fetched_{k.replace(' ', '_')}": v
+                                             for k, v in fetched.items()})  # fmt: skip
+
+
+def test_a_rotated_signing_key_is_followed_through_the_jwks(oidc_pulsar, oidc, topic_name) -> None:
+    auth = OAuth2ClientCredentials(
+        oidc.url, client_id=CLIENT, client_secret=SECRET, audience=AUDIENCE
+    )
+    with _client(oidc_pulsar, auth) as client, client.create_producer(topic_name) as producer:
+        producer.send(b"first key")
+    oidc.rotate()
+    auth = OAuth2ClientCredentials(
+        oidc.url, client_id=CLIENT, client_secret=SECRET, audience=AUDIENCE
+    )
+    with _client(oidc_pulsar, auth) as client:
+        with client.create_producer(topic_name) as producer:
+            producer.send(b"second key")
+        values = [v for b in client.read_batches(topic_name) for v in b.column("value").to_pylist()]
+    assert values == [b"first key", b"second key"]
+
+
+@pytest.mark.parametrize(
+    "case", ["wrong secret", "wrong audience", "expired token", "unreachable issuer"]
+)
+def test_bad_oauth2_credentials_fail_clearly_without_the_secret(
+    oidc_pulsar, oidc, topic_name, case: str
+) -> None:
+    params = {"client_id": CLIENT, "client_secret": SECRET, "audience": AUDIENCE}
+    issuer_url = oidc.url
+    if case == "wrong secret":
+        params["client_secret"] = SECRET + "-wrong"
+    elif case == "wrong audience":
+        params["audience"] = "urn:pulsar:another-cluster"
+    elif case == "unreachable issuer":
+        issuer_url = "http://127.0.0.1:9"  # discard: nothing listens
+    auth: OAuth2ClientCredentials | TokenAuthentication = OAuth2ClientCredentials(
+        issuer_url, **params, timeout=5
+    )
+    if case == "expired token":
+        # A token the issuer signed that expired a minute ago, as a client that kept one
+        # too long would send it.
+        token = oidc.token_for(CLIENT, ttl=-60)
+        auth = TokenAuthentication(token)
+    logged = oidc_pulsar.log_size()
+    with _client(oidc_pulsar, auth) as client, pytest.raises(PulsarError) as info:
+        client.get_partitions(topic_name)
+    text = f"{info.value!r} {info.value}"
+    _no_secret(text)
+    expected = {
+        "wrong secret": r"credentials of client .spark-jobs. \(HTTP 401 .*invalid_client",
+        "wrong audience": r"(?i)authenticat",
+        "expired token": r"(?i)authenticat",
+        "unreachable issuer": r"127\.0\.0\.1:9",
+    }[case]
+    assert re.search(expected, text), text[:1000]
+    # The broker refused for the reason the case is about, not another one.
+    why = {"wrong audience": r"Claim 'aud'", "expired token": r"(?i)expired"}.get(case)
+    if why is not None:
+        deadline = time.monotonic() + 10
+        while not re.search(why, _log_since(oidc_pulsar, logged)):
+            assert time.monotonic() < deadline, _log_since(oidc_pulsar, logged)[-3000:]
+            time.sleep(0.1)
+
+
+def _log_since(broker: ApachePulsar, offset: int) -> str:
+    with broker.log_path.open("rb") as log:
+        log.seek(offset)
+        return log.read().decode("utf-8", "replace")
