@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -222,3 +223,174 @@ def _log_since(broker: ApachePulsar, offset: int) -> str:
     with broker.log_path.open("rb") as log:
         log.seek(offset)
         return log.read().decode("utf-8", "replace")
+
+
+# -- tokens that expire under running streams ----------------------------------------------
+
+TOKEN_CLASS = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
+#: Seconds a token lives in the refresh test: the broker checks every second
+#: (``authenticationRefreshCheckSeconds=1`` on the secure variant) and challenges a
+#: connection whose token expired.
+SHORT_TTL = 30
+#: Expiries one connection of each stream must have come through.
+EXPIRIES = 3
+_REFRESHED = re.compile(r"\[/?([\d.]+:\d+)\] Refreshed authentication credentials for role (\S+)")
+#: What the broker logs when it closes a connection over its credentials.
+_AUTH_CLOSE = re.compile(
+    r"(?i)closing connection|failed to authenticate|unable to authenticate|"
+    r"authentication failed|doesn't support auth credentials refresh"
+)
+
+
+def test_streams_outlive_three_token_expiries_answering_each_challenge_in_place(
+    spark, oidc_pulsar, oidc, topic_name, tmp_path, record_property
+) -> None:
+    """Two streams read a topic and write another for as long as it takes one of their
+    connections to come through three expiries of 30-second tokens: one with OAuth2
+    client credentials (a token fetched again once the cached one is old), one with a
+    token file that a thread rewrites with a fresh token every 10 s (read again at each
+    challenge). The broker challenges every connection whose token expired; each answer
+    must be accepted on that connection: no connection closed over credentials, no
+    failed task, every row written once.
+
+    Driven by progress: the streams run until the broker has refreshed one connection of
+    each role three times (at most 5 minutes, then the test fails saying so)."""
+    sec = oidc_pulsar.secure
+    key = _key_file(tmp_path)
+    token_file = tmp_path / "token"
+    token_file.write_text(sec.make_token(expires_in=SHORT_TTL))
+    roles = {"oauth2": CLIENT, "file": sec.client_role}
+    auth_options = {
+        "oauth2": {
+            "pulsar.client.authPluginClassName": OAUTH2,
+            "pulsar.client.authParams": json.dumps(
+                {"issuerUrl": oidc.url, "privateKey": key.as_uri(), "audience": AUDIENCE}
+            ),
+        },
+        "file": {
+            "pulsar.client.authPluginClassName": TOKEN_CLASS,
+            "pulsar.client.authParams": token_file.as_uri(),
+        },
+    }
+    base = {
+        "service.url": oidc_pulsar.service_url,
+        "pulsar.client.tlsTrustCertsFilePath": sec.ca_cert,
+    }
+    # The test's own clients use a token that never expires.
+    own = TokenAuthentication(sec.make_token())
+    logged = oidc_pulsar.log_size()
+    issued_before = oidc.issued[CLIENT]
+    stop = threading.Event()
+    sent = {kind: 0 for kind in roles}
+    queries = []
+    old_ttl = oidc.ttl
+    oidc.ttl = SHORT_TTL
+    t0 = time.monotonic()
+    try:
+        for kind, options in auth_options.items():
+            stream = (
+                spark.readStream.format("pulsar")
+                .options(**base, **options, topic=f"{topic_name}-{kind}-in")
+                .option("startingOffsets", "earliest")
+                .load()
+                .selectExpr("value")
+            )
+            queries.append(
+                stream.writeStream.format("pulsar")
+                .options(**base, **options, topic=f"{topic_name}-{kind}-out")
+                .option("checkpointLocation", str(tmp_path / f"checkpoint-{kind}"))
+                .trigger(processingTime="1 second")
+                .start()
+            )
+
+        def feed() -> None:
+            with _client(oidc_pulsar, own) as client:
+                producers = {
+                    kind: client.create_producer(f"{topic_name}-{kind}-in") for kind in roles
+                }
+                while not stop.is_set():
+                    for kind, producer in producers.items():
+                        producer.send(f"{kind}-{sent[kind]}".encode())
+                        producer.flush()
+                        sent[kind] += 1
+                    stop.wait(0.2)
+                for producer in producers.values():
+                    producer.close()
+
+        def rewrite_token_file() -> None:
+            while not stop.wait(10):
+                fresh = tmp_path / "token.new"
+                fresh.write_text(sec.make_token(expires_in=SHORT_TTL))
+                fresh.replace(token_file)  # atomically: a reader never sees half a token
+
+        threads = [threading.Thread(target=f, daemon=True) for f in (feed, rewrite_token_file)]
+        for thread in threads:
+            thread.start()
+        deadline = t0 + 300
+        while True:
+            for query in queries:
+                assert query.exception() is None, query.exception()
+            per_connection = _refreshes(_log_since(oidc_pulsar, logged))
+            best = {k: max(per_connection.get(r, {"": 0}).values()) for k, r in roles.items()}
+            if min(best.values()) >= EXPIRIES:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"the expiries did not land: after {time.monotonic() - t0:.0f} s the most "
+                    f"refreshes of one connection were {best} (wanted {EXPIRIES} each)"
+                )
+            time.sleep(1)
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        # Every row sent arrives once in the stream's output.
+        with _client(oidc_pulsar, own) as client:
+            for kind in roles:
+                want = sorted(f"{kind}-{i}".encode() for i in range(sent[kind]))
+                got: list[bytes] = []
+                until = time.monotonic() + 60
+                while len(got) < len(want) and time.monotonic() < until:
+                    got = sorted(
+                        v
+                        for b in client.read_batches(f"{topic_name}-{kind}-out")
+                        for v in b.column("value").to_pylist()
+                    )
+                    time.sleep(0.5 if len(got) < len(want) else 0)
+                assert got == want, (
+                    f"{kind}: {len(got)} rows out for {len(want)} in, "
+                    f"{len(got) - len(set(got))} repeated"
+                )
+        for query in queries:
+            assert query.exception() is None, query.exception()
+    finally:
+        stop.set()
+        oidc.ttl = old_ttl
+        for query in queries:
+            query.stop()
+    seconds = time.monotonic() - t0
+    log = _log_since(oidc_pulsar, logged)
+    closes = [line for line in log.splitlines() if _AUTH_CLOSE.search(line)]
+    assert not closes, "the broker closed connections over credentials:\n" + "\n".join(closes[:20])
+    per_connection = _refreshes(log)
+    refreshes = {kind: sum(per_connection.get(role, {}).values()) for kind, role in roles.items()}
+    # A fetched token serves connections for four fifths of its life: the driver and
+    # the Python workers fetch one per process and expiry, not one per connection.
+    fetched = oidc.issued[CLIENT] - issued_before
+    assert fetched <= 8 * (seconds / (SHORT_TTL * 0.8) + 1), fetched
+    figure(
+        record_property,
+        "token_refresh_stream",
+        seconds=round(seconds),
+        rows={kind: sent[kind] for kind in roles},
+        refreshes=refreshes,
+        tokens_fetched=fetched,
+    )
+
+
+def _refreshes(log: str) -> dict[str, dict[str, int]]:
+    """Refreshes the broker accepted, by role and by connection (the client's address)."""
+    out: dict[str, dict[str, int]] = {}
+    for address, role in _REFRESHED.findall(log):
+        by_connection = out.setdefault(role, {})
+        by_connection[address] = by_connection.get(address, 0) + 1
+    return out

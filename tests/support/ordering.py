@@ -345,7 +345,7 @@ TOGETHER: dict[str, int] = {
     "tests/client/test_keystores.py": 0,
     "tests/test_packaging.py": 0,
     # Its own broker checking tokens from its own OpenID Connect issuer.
-    "tests/spark/test_oauth2_oidc.py": 100,
+    "tests/spark/test_oauth2_oidc.py": 210,
 }
 #: Session brokers run by one worker only: every test that uses one is in the same share
 #: (a broker per worker would cost a start, ~10 s of CPU, and its idle load for the run).
