@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         BasicAuthentication,
         NoAuthentication,
         OAuth2ClientCredentials,
+        SaslAuthentication,
         TlsAuthentication,
         TokenAuthentication,
     )
@@ -53,6 +54,7 @@ __getattr__, __dir__ = lazy_exports(
         "BasicAuthentication": "auth",
         "NoAuthentication": "auth",
         "OAuth2ClientCredentials": "auth",
+        "SaslAuthentication": "auth",
         "TlsAuthentication": "auth",
         "TokenAuthentication": "auth",
         "PulsarClient": "client",
@@ -104,6 +106,7 @@ __all__ = [
     "BasicAuthentication",
     "NoAuthentication",
     "OAuth2ClientCredentials",
+    "SaslAuthentication",
     "TlsAuthentication",
     "TokenAuthentication",
     "PulsarClient",

@@ -11,6 +11,8 @@ tls            ``tls``             none: the client certificate of the TLS
 oauth2         ``token``           an access token from the issuer's token
                                    endpoint (client credentials), cached until
                                    shortly before it expires
+sasl           ``sasl``            Kerberos: SASL GSSAPI tokens, several steps
+                                   (the broker's challenges are evaluated)
 =============  ==================  ============================================
 
 :meth:`Authentication.auth_data` is called for every CONNECT and every
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 import time
 import urllib.parse
@@ -30,15 +33,25 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ClientError, ConnectError
+from .gssapi import KerberosCredentials, SaslGssapiClient
+from .jaas import kerberos_login
 
 __all__ = [
+    "REFRESH_CHALLENGE",
+    "AuthExchange",
     "Authentication",
     "NoAuthentication",
     "TokenAuthentication",
     "BasicAuthentication",
     "TlsAuthentication",
     "OAuth2ClientCredentials",
+    "SaslAuthentication",
 ]
+
+
+#: The challenge a broker sends a connected client whose credentials expired
+#: (``authenticationRefreshCheckSeconds``): authenticate again from the start.
+REFRESH_CHALLENGE = b"PulsarAuthRefresh"
 
 
 class Authentication:
@@ -56,6 +69,32 @@ class Authentication:
     @property
     def sends_credentials(self) -> bool:
         return self.method_name != "none"
+
+    def exchange(self, host: str) -> AuthExchange:
+        """One connection's side of the authentication, to the broker (or proxy) at
+        ``host``."""
+        return AuthExchange(self)
+
+
+class AuthExchange:
+    """One connection's side of the authentication: the credential in CONNECT, then an
+    answer to each AUTH_CHALLENGE.
+
+    This one is for single-step methods (token, basic, OAuth2): every answer is the
+    provider's current credential, whatever the challenge says. A multi-step method
+    (SASL) overrides :meth:`answer` to evaluate the broker's challenge bytes.
+    """
+
+    def __init__(self, auth: Authentication) -> None:
+        self.auth = auth
+
+    def first(self) -> bytes:
+        """The credential for CONNECT."""
+        return self.auth.auth_data()
+
+    def answer(self, challenge: bytes) -> bytes:
+        """The credential for the AUTH_RESPONSE to ``challenge``."""
+        return self.auth.auth_data()
 
 
 class NoAuthentication(Authentication):
@@ -237,6 +276,97 @@ class OAuth2ClientCredentials(Authentication):
         except (OSError, ValueError) as exc:
             msg = f"OAuth2 request to {url} failed: {exc}"
             raise ConnectError(msg) from exc
+
+
+class SaslAuthentication(Authentication):
+    """Kerberos through SASL ``GSSAPI``, as the Java client's ``AuthenticationSasl``.
+
+    The login is a keytab and principal, a ticket cache, or the section
+    ``jaas_section`` of a JAAS file (its ``Krb5LoginModule`` options); with none of
+    these, the default credentials (``$KRB5CCNAME``, as after ``kinit``). Each connection
+    authenticates to ``<server_type>/<host>`` (``broker/broker-1.example.com``: the host
+    the connection goes to, as the broker's service principal names it); tickets from a
+    keytab are obtained again once they expire.
+
+    Args:
+        principal: the client principal (``spark@EXAMPLE.COM``).
+        keytab: a keytab file holding the principal's keys.
+        ticket_cache: a ticket cache (``FILE:/tmp/krb5cc_1000``) instead of a keytab.
+        jaas_file: a JAAS login configuration file.
+        jaas_section: its section (the Java client's ``saslJaasClientSectionName``).
+        server_type: ``broker``, or ``proxy`` when connecting through a Pulsar proxy.
+        krb5_conf: the Kerberos configuration file (``krb5.conf``: realms, KDCs) when not
+            the system's; it becomes ``$KRB5_CONFIG`` of the process, which Kerberos reads
+            once per process: a process using two different files is refused.
+
+    Raises:
+        KerberosError: a keytab that does not exist.
+        JaasError: a JAAS file that cannot be read, or without a Kerberos login.
+    """
+
+    method_name = "sasl"
+
+    def __init__(
+        self,
+        *,
+        principal: str | None = None,
+        keytab: str | None = None,
+        ticket_cache: str | None = None,
+        jaas_file: str | None = None,
+        jaas_section: str = "PulsarClient",
+        server_type: str = "broker",
+        krb5_conf: str | None = None,
+    ) -> None:
+        if krb5_conf is not None:
+            _use_krb5_conf(krb5_conf)
+        if jaas_file is not None:
+            login = kerberos_login(jaas_file, jaas_section)
+            principal = principal or login.principal
+            keytab = keytab or login.keytab
+            ticket_cache = ticket_cache or login.ticket_cache
+        if not server_type or "/" in server_type or "@" in server_type:
+            msg = f"SASL serverType {server_type!r} must be a service name such as broker"
+            raise ClientError(msg)
+        self.credentials = KerberosCredentials(principal, keytab, ticket_cache)
+        self.server_type = server_type.lower()
+
+    def exchange(self, host: str) -> AuthExchange:
+        return _SaslExchange(self, host)
+
+
+def _use_krb5_conf(path: str) -> None:
+    if not Path(path).is_file():
+        msg = f"Kerberos configuration file {path} (krb5Conf) does not exist"
+        raise ClientError(msg)
+    current = os.environ.get("KRB5_CONFIG")
+    if current and current != path:
+        msg = (
+            f"Kerberos configuration file {path} (krb5Conf) is not the one this process "
+            f"already uses (KRB5_CONFIG={current}): Kerberos reads one per process"
+        )
+        raise ClientError(msg)
+    os.environ["KRB5_CONFIG"] = path
+
+
+class _SaslExchange(AuthExchange):
+    """One connection's SASL GSSAPI conversation; a refresh starts a new one."""
+
+    def __init__(self, auth: SaslAuthentication, host: str) -> None:
+        super().__init__(auth)
+        self._sasl = auth
+        self._host = host
+        self._client: SaslGssapiClient | None = None
+
+    def first(self) -> bytes:
+        if self._client is not None:
+            self._client.close()
+        self._client = SaslGssapiClient(self._sasl.credentials, self._sasl.server_type, self._host)
+        return self._client.initial_response()
+
+    def answer(self, challenge: bytes) -> bytes:
+        if challenge == REFRESH_CHALLENGE or self._client is None or self._client.complete:
+            return self.first()
+        return self._client.evaluate_challenge(challenge)
 
 
 def _read_key_file(path: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pulsar_spark.client import (
     NoAuthentication,
     OAuth2ClientCredentials,
     PulsarClient,
+    SaslAuthentication,
     TlsAuthentication,
     TokenAuthentication,
 )
@@ -69,6 +70,16 @@ def authentication(spec: AuthSpec | None, files: TlsFiles | None = None) -> Auth
                 _PARAMS,
             )
             return TlsAuthentication(cert, key)
+        if spec.kind == "sasl":
+            return SaslAuthentication(
+                principal=params.get("principal"),
+                keytab=params.get("keyTab"),
+                ticket_cache=params.get("ticketCache"),
+                jaas_file=params.get("jaasConfFile"),
+                jaas_section=params.get("saslJaasClientSectionName", "PulsarClient"),
+                server_type=params.get("serverType", "broker"),
+                krb5_conf=params.get("krb5Conf"),
+            )
         return OAuth2ClientCredentials(
             params["issuerUrl"],
             client_id=params.get("clientId"),

@@ -16,6 +16,8 @@ Tests import it as ``tests.support.<module>``; the pytest plugin is loaded by
 ``raw_wire``     bare wire peers: MESSAGE frames as the broker sent them, prepared SENDs
 ``keys``         RSA/EC key pairs of the encryption tests as PEM files, encryption-required topics
 ``apache_tls``   tokens and certificates of the secure Apache broker
+``oidc``         :class:`OidcIssuer`, an OpenID Connect issuer of client-credentials tokens
+``kdc``          :class:`Kdc`, an MIT Kerberos KDC (Debian's packages), and a SASL acceptor
 ``apache``       :class:`ApachePulsar` (plain, secure, dedup) and :class:`BrokerHandle`
 ``admin``        :class:`PulsarAdmin`, the Apache Pulsar admin REST API
 ``proto``        protobuf messages compiled at test time (grpc_tools.protoc) for PROTOBUF_NATIVE

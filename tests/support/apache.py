@@ -52,7 +52,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,6 +229,7 @@ class ApachePulsar(BrokerProcess):
             :data:`LINE_SETTINGS`; ``.token_secret`` signs its tokens).
         name: for reports.
         settings: more broker keys (override the variant's).
+        jvm_flags: more flags for the broker's JVM (a JAAS file for Kerberos, say).
         shared: a session instance: :meth:`stop`, :meth:`kill` and :meth:`restart` raise.
         start_timeout: seconds for a start to reach readiness.
         line: the Pulsar line whose jars run it (a key of :data:`LINES`: ``2.10``,
@@ -257,6 +258,7 @@ class ApachePulsar(BrokerProcess):
         shared: bool = False,
         start_timeout: float = START_TIMEOUT,
         line: str = DEFAULT_LINE,
+        jvm_flags: Sequence[str] = (),
     ) -> None:
         if line not in LINES:
             msg = f"line must be one of {tuple(LINES)}, not {line!r}"
@@ -274,6 +276,8 @@ class ApachePulsar(BrokerProcess):
         if line != DEFAULT_LINE:
             self.header_label = f" (Apache Pulsar {self.version})"
         self.extra_settings = dict(settings or {})
+        #: More JVM flags (``-Djava.security.auth.login.config=...`` for Kerberos).
+        self.extra_jvm_flags = list(jvm_flags)
         self.secure: SecureSettings | None = (
             generate_secure_settings(self.root / "tls") if variant == "secure" else None
         )
@@ -446,6 +450,7 @@ class ApachePulsar(BrokerProcess):
             exe,
             *JVM_MEMORY,
             *JVM_FLAGS,
+            *self.extra_jvm_flags,
             f"-Dlog4j.configurationFile={CONFIG_DIR / 'log4j2.yaml'}",
             "-cp", str(self.home / "lib" / "*"),
             "org.apache.pulsar.PulsarStandaloneStarter",

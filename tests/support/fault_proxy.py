@@ -89,6 +89,7 @@ class FaultProxy:
         max_frame_size: int = 256 * 1024 * 1024,
         to_broker: Throttle | None = None,
         to_client: Throttle | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         url = target.service_url if isinstance(target, PulsarLite) else target
         self.target_url = url
@@ -104,6 +105,9 @@ class FaultProxy:
         self.max_frame_size = max_frame_size
         self.to_broker, self.to_client = to_broker or Throttle(), to_client or Throttle()
         self._port = port or free_port()
+        #: The name of the proxy in :attr:`service_url` (it listens on 127.0.0.1):
+        #: ``localhost`` where a Kerberos service principal names that host.
+        self.host = host
         self._lock = threading.Lock()
         self._links: dict[int, _Link] = {}
         self._next_id = 0
@@ -131,7 +135,7 @@ class FaultProxy:
 
     @property
     def service_url(self) -> str:
-        return f"pulsar://127.0.0.1:{self._port}"
+        return f"pulsar://{self.host}:{self._port}"
 
     @property
     def active_connections(self) -> int:

@@ -346,6 +346,7 @@ TOGETHER: dict[str, int] = {
     "tests/test_packaging.py": 0,
     # Its own broker checking tokens from its own OpenID Connect issuer.
     "tests/spark/test_oauth2_oidc.py": 210,
+    "tests/spark/test_kerberos.py": 90,
 }
 #: Session brokers run by one worker only: every test that uses one is in the same share
 #: (a broker per worker would cost a start, ~10 s of CPU, and its idle load for the run).

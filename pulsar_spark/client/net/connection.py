@@ -67,6 +67,8 @@ class Connection:
         self.address = f"{host}:{port}"
         self.config = config
         self._auth = config.auth
+        #: This connection's side of the authentication (multi-step for SASL).
+        self._exchange = config.auth.exchange(host)
         self.connect_timeout = config.connect_timeout
         self.operation_timeout = config.operation_timeout
         self._keepalive = config.keepalive_interval
@@ -133,7 +135,7 @@ class Connection:
                 transport,
                 self._decoder,
                 transport.send_blocking,
-                auth=self._auth,
+                exchange=self._exchange,
                 proxy_to_broker_url=self._proxy_to,
                 deadline=deadline,
                 timeout=self.connect_timeout,
@@ -340,7 +342,9 @@ class Connection:
             return
         if kind == T.AUTH_CHALLENGE:
             # A credential may take an HTTP round trip (OAuth2): keep reading meanwhile.
-            threading.Thread(target=self._answer_challenge_safely, daemon=True).start()
+            threading.Thread(
+                target=self._answer_challenge_safely, args=(command.authChallenge,), daemon=True
+            ).start()
             return
         key = route(command)
         if key is None:
@@ -364,9 +368,9 @@ class Connection:
                 return
             handler.frame_received(frame)
 
-    def _answer_challenge_safely(self) -> None:
+    def _answer_challenge_safely(self, challenge: pb.CommandAuthChallenge) -> None:
         try:
-            self._send(auth_response(self._auth))
+            self._send(auth_response(self._exchange, challenge))
         except PulsarError as exc:
             log.error("cannot answer the auth challenge of %s: %s", self.address, exc)
             self._shutdown(exc)

@@ -22,7 +22,7 @@ from pulsar_spark.protocol.errors import server_error
 from pulsar_spark.protocol.framing import Frame, FrameDecoder, command_name, encode_command
 from pulsar_spark.version import __version__
 
-from ..auth import Authentication
+from ..auth import AuthExchange
 from ..errors import ConnectError
 from .transport import TlsMismatch, Transport, speaks_tls
 
@@ -43,14 +43,14 @@ class Connected:
     max_message_size: int | None
 
 
-def auth_response(auth: Authentication) -> bytes:
-    """The AUTH_RESPONSE frame to a challenge, with fresh credentials."""
+def auth_response(exchange: AuthExchange, challenge: pb.CommandAuthChallenge) -> bytes:
+    """The AUTH_RESPONSE frame to ``challenge``: the exchange's answer to its bytes."""
     return encode_command(
         commands.auth_response(
             client_version=CLIENT_VERSION,
             protocol_version=PROTOCOL_VERSION,
-            auth_method_name=auth.method_name,
-            auth_data=auth.auth_data(),
+            auth_method_name=exchange.auth.method_name,
+            auth_data=exchange.answer(challenge.challenge.auth_data),
         )
     )
 
@@ -60,7 +60,7 @@ def handshake(
     decoder: FrameDecoder,
     send: Callable[[bytes], None],
     *,
-    auth: Authentication,
+    exchange: AuthExchange,
     proxy_to_broker_url: str | None,
     deadline: float,
     timeout: float,
@@ -75,6 +75,7 @@ def handshake(
         ServerError: the broker refused the CONNECT.
     """
     address = transport.address
+    auth = exchange.auth
     credentials = auth.sends_credentials
     send(
         encode_command(
@@ -82,7 +83,7 @@ def handshake(
                 client_version=CLIENT_VERSION,
                 protocol_version=PROTOCOL_VERSION,
                 auth_method_name=auth.method_name if credentials else None,
-                auth_data=auth.auth_data() if credentials else None,
+                auth_data=exchange.first() if credentials else None,
                 proxy_to_broker_url=proxy_to_broker_url,
             )
         )
@@ -98,7 +99,7 @@ def handshake(
                 decoder.set_max_message_size(limit)
             return Connected(connected.server_version, connected.protocol_version, limit)
         if kind == T.AUTH_CHALLENGE:
-            send(auth_response(auth))
+            send(auth_response(exchange, frame.command.authChallenge))
         elif kind == T.ERROR:
             err = frame.command.error
             raise server_error(err.error, err.message, context=f"CONNECT to {address}")

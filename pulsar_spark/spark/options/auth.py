@@ -31,7 +31,7 @@ class AuthSpec:
     :class:`~pulsar_spark.client.Authentication` in each task (those hold locks
     and are not picklable)."""
 
-    kind: str  # token, basic, tls, oauth2, keystoretls
+    kind: str  # token, basic, tls, oauth2, keystoretls, sasl
     params: tuple[tuple[str, str], ...]
 
     def __repr__(self) -> str:  # never print credentials
@@ -44,8 +44,9 @@ _AUTH_CLASSES = {
     "org.apache.pulsar.client.impl.auth.authenticationtls": "tls",
     "org.apache.pulsar.client.impl.auth.oauth2.authenticationoauth2": "oauth2",
     "org.apache.pulsar.client.impl.auth.authenticationkeystoretls": "keystoretls",
+    "org.apache.pulsar.client.impl.auth.authenticationsasl": "sasl",
     "token": "token", "basic": "basic", "tls": "tls", "oauth2": "oauth2",
-    "keystoretls": "keystoretls",
+    "keystoretls": "keystoretls", "sasl": "sasl",
 }  # fmt: skip
 
 
@@ -66,7 +67,7 @@ def _shown_plugin(value: str) -> str:
 
 
 def auth_plugin(name: str, value: str) -> str:
-    """The plugin's kind: token, basic, tls, keystoretls or oauth2."""
+    """The plugin's kind: token, basic, tls, keystoretls, oauth2 or sasl."""
     kind = _AUTH_CLASSES.get(value.strip().lower())
     if kind is None:
         known = sorted(k for k in _AUTH_CLASSES if "." in k)
@@ -138,11 +139,26 @@ def _inline_key(params_name: str, found: dict[str, str]) -> dict[str, str]:
     return inlined
 
 
+#: The parameters of ``AuthenticationSasl`` (Kerberos): the Java client's
+#: ``saslJaasClientSectionName`` and ``serverType``, the JAAS file it takes from
+#: ``-Djava.security.auth.login.config`` (``jaasConfFile``), or the ``Krb5LoginModule``
+#: options themselves; ``krb5Conf`` for ``-Djava.security.krb5.conf``.
+SASL_PARAMS = (
+    "jaasConfFile",
+    "keyTab",
+    "krb5Conf",
+    "principal",
+    "saslJaasClientSectionName",
+    "serverType",
+    "ticketCache",
+)
+
 _REQUIRED_PARAMS = {
     "basic": ("userId", "password"),
     "tls": ("tlsCertFile", "tlsKeyFile"),
     "oauth2": ("issuerUrl",),
     "keystoretls": ("keyStorePath",),
+    "sasl": (),
 }
 
 
@@ -173,6 +189,14 @@ def auth_spec(
                 params_name, "token authentication needs token:<jwt> or file:///path/to/token"
             )
         return AuthSpec(kind, tuple(sorted(items.items())))
+    if kind == "sasl":
+        # No parameters: the default credentials (the ticket cache kinit filled).
+        found = _split_params(params_name, found_text) if found_text else {}
+        unknown = sorted(set(found) - set(SASL_PARAMS))
+        if unknown:
+            msg = f"unknown SASL parameter(s) {', '.join(unknown)}; known: {', '.join(SASL_PARAMS)}"
+            raise PulsarOptionError(params_name, msg)
+        return AuthSpec(kind, tuple(sorted(found.items())))
     if not found_text:
         raise PulsarOptionError(params_name, f"{kind} authentication needs parameters")
     found = _split_params(params_name, found_text)

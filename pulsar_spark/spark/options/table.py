@@ -264,8 +264,9 @@ OPTIONS: tuple[Option, ...] = (
            ALL, auth_plugin, None, None,
            "`org.apache.pulsar.client.impl.auth.AuthenticationToken`, "
            "`...AuthenticationBasic`, `...AuthenticationTls`, "
-           "`...AuthenticationKeyStoreTls`, `...oauth2.AuthenticationOAuth2`, or `token`, "
-           "`basic`, `tls`, `keystoretls`, `oauth2`"),
+           "`...AuthenticationKeyStoreTls`, `...oauth2.AuthenticationOAuth2`, "
+           "`...AuthenticationSasl` (Kerberos), or `token`, `basic`, `tls`, `keystoretls`, "
+           "`oauth2`, `sasl`"),
     Option(_C + "authParams", ("authParams", "pulsarClientAuthParams"), ALL, v.text, None, None,
            "the plugin's parameters, as the Java client takes them (`token:...`, "
            "`file:///...`, JSON, `key:value,key:value`)"),
