@@ -2,25 +2,24 @@
 ``AuthenticationProviderSasl`` and authorization on; the connector authenticates with SASL
 ``GSSAPI`` over MIT's ``libgssapi_krb5`` (:mod:`pulsar_spark.client.gssapi`).
 
-The broker is the secure variant (TLS, tokens) with the SASL provider beside the token
-provider; its service principal is ``broker/localhost@PULSAR.TEST`` (clients connect to
-``localhost``), logged in from a keytab through the JAAS section ``PulsarBroker``. The
-client principals are users of the realm, and their full names are the roles the
-namespace's permissions name (``spark-jobs@PULSAR.TEST``). Options are written as users of
-the Java client's ``AuthenticationSasl`` write them: the JAAS file and section
-(``jaasConfFile``, ``saslJaasClientSectionName``), or the ``Krb5LoginModule`` options
-themselves (``principal``, ``keyTab``), with ``krb5Conf`` for the realm's configuration.
+The broker is the session's secure one (TLS, tokens), whose SASL provider sits beside the
+token provider, with the realm of :mod:`tests.support.identity`. Its service principal is
+``broker/localhost@PULSAR.TEST`` (clients connect to ``localhost``), logged in from a
+keytab through the JAAS section ``PulsarBroker``. The client principals are users of the
+realm, and their full names are the roles the namespace's permissions name
+(``spark-jobs@PULSAR.TEST``). Options are written as users of the Java client's
+``AuthenticationSasl`` write them: the JAAS file and section (``jaasConfFile``,
+``saslJaasClientSectionName``), or the ``Krb5LoginModule`` options themselves
+(``principal``, ``keyTab``), with ``krb5Conf`` for the realm's configuration.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import secrets
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -29,15 +28,12 @@ from pulsar_spark.client.gssapi import KerberosError
 from tests.support.apache import ApachePulsar
 from tests.support.fault_proxy import FaultProxy
 from tests.support.figures import figure
-from tests.support.kdc import Kdc
+from tests.support.identity import KERBEROS_USER, IdentityProviders
 
 SASL = "org.apache.pulsar.client.impl.auth.AuthenticationSasl"
-PROVIDERS = (
-    "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
-    "org.apache.pulsar.broker.authentication.AuthenticationProviderSasl"
-)
-#: The client principals (short names; the realm is the KDC's).
-JOBS = "spark-jobs"
+#: The client principals (short names; the realm is the KDC's): the secure broker's own,
+#: and this module's.
+JOBS = KERBEROS_USER
 SHORT = "spark-short"
 ROTATED = "spark-rotated"
 #: Seconds the tickets of SHORT live.
@@ -45,33 +41,19 @@ SHORT_LIFE = 20
 
 
 class Realm:
-    """The KDC, its keytabs and the files a client's options name."""
+    """The secure broker's KDC, the keytabs of this module's principals and the files a
+    client's options name."""
 
-    def __init__(self, kdc: Kdc, directory: Path) -> None:
+    def __init__(self, identity: IdentityProviders) -> None:
+        kdc = identity.kdc
         self.kdc = kdc
-        self.broker_keytab = kdc.add_principal("broker/localhost")
-        self.keytabs = {name: kdc.add_principal(name) for name in (JOBS, SHORT, ROTATED)}
+        #: The JAAS file with the client section ``PulsarClient`` (for :data:`JOBS`).
+        self.jaas = identity.jaas_file
+        self.keytabs = {JOBS: identity.keytab}
+        self.keytabs.update({name: kdc.add_principal(name) for name in (SHORT, ROTATED)})
         kdc.set_max_life(SHORT, SHORT_LIFE)
         # A keytab exported before the key changed: the KDC no longer takes it.
         kdc.rotate_key(ROTATED)
-        self.jaas = directory / "jaas.conf"
-        self.jaas.write_text(
-            "// The broker's login, and a client section as Java users write one.\n"
-            "PulsarBroker {\n"
-            "  com.sun.security.auth.module.Krb5LoginModule required\n"
-            "  useKeyTab=true storeKey=true useTicketCache=false\n"
-            f'  keyTab="{self.broker_keytab}"\n'
-            f'  principal="broker/localhost@{kdc.realm}";\n'
-            "};\n"
-            "SparkJobs {\n"
-            "  com.sun.security.auth.module.Krb5LoginModule required\n"
-            "  useKeyTab=true\n"
-            "  storeKey=true\n"
-            "  useTicketCache=false\n"
-            f'  keyTab="{self.keytabs[JOBS]}"\n'
-            f'  principal="{JOBS}@{kdc.realm}";\n'
-            "};\n"
-        )
 
     def principal(self, name: str) -> str:
         return self.kdc.principal(name)
@@ -98,37 +80,22 @@ class Realm:
 
 
 @pytest.fixture(scope="module")
-def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
-    directory = tmp_path_factory.mktemp("kerberos")
-    with Kdc(directory / "kdc") as kdc, pytest.MonkeyPatch.context() as patch:
-        for key, value in kdc.env().items():
-            patch.setenv(key, value)  # this process's clients: KRB5_CONFIG
-        yield Realm(kdc, directory)
+def krb_pulsar(apache_pulsar_secure: ApachePulsar) -> ApachePulsar:
+    return apache_pulsar_secure
 
 
 @pytest.fixture(scope="module")
-def krb_pulsar(realm: Realm, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApachePulsar]:
-    root = tmp_path_factory.mktemp("apache_kerberos")
-    signer = root / "sasl-role-token.key"
-    signer.write_bytes(secrets.token_bytes(32))
-    signer.chmod(0o600)
-    settings = {
-        "authenticationProviders": PROVIDERS,
-        "saslJaasServerSectionName": "PulsarBroker",
-        # Every principal of the realm may authenticate; authorization decides the rest.
-        "saslJaasClientAllowedIds": ".*",
-        # Signs the role tokens of SASL over HTTP (the admin API); required.
-        "saslJaasServerRoleTokenSignerSecretPath": str(signer),
-    }
-    flags = [f"-Djava.security.auth.login.config={realm.jaas}", *realm.kdc.jvm_flags()]
-    with ApachePulsar(
-        root, variant="secure", name="apache_kerberos", settings=settings, jvm_flags=flags
-    ) as broker:
-        for name in (JOBS, SHORT, ROTATED):
-            broker.admin.grant_permission(
-                "public/default", realm.principal(name), ["produce", "consume"]
-            )
-        yield broker
+def realm(krb_pulsar: ApachePulsar) -> Iterator[Realm]:
+    assert krb_pulsar.identity is not None
+    realm = Realm(krb_pulsar.identity)
+    for name in (SHORT, ROTATED):
+        krb_pulsar.admin.grant_permission(
+            "public/default", realm.principal(name), ["produce", "consume"]
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in realm.kdc.env().items():
+            patch.setenv(key, value)  # this process's clients: KRB5_CONFIG
+        yield realm
 
 
 def _client(broker: ApachePulsar, auth: SaslAuthentication | TokenAuthentication,
@@ -176,7 +143,7 @@ def test_spark_writes_reads_and_streams_as_a_kerberos_principal(
     else:
         params = {
             "jaasConfFile": str(realm.jaas),
-            "saslJaasClientSectionName": "SparkJobs",
+            "saslJaasClientSectionName": "PulsarClient",
             "serverType": "broker",
             "krb5Conf": str(realm.kdc.krb5_conf),
         }

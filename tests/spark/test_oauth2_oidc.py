@@ -2,9 +2,10 @@
 hands out signed JWTs, and Apache Pulsar's ``AuthenticationProviderOpenID`` checks them
 (discovery, the issuer's JWKS, signature, expiry, audience) with authorization on.
 
-The broker is the secure variant (TLS, tokens) with the OpenID provider beside the token
-provider (both answer the ``token`` method: the broker tries each); the issuer's client
-``spark-jobs`` is the role the namespace's permissions name. The options are written as
+The broker is the session's secure one (TLS, tokens), whose OpenID provider sits beside the
+token provider (both answer the ``token`` method: the broker tries each) and trusts the
+issuer of :mod:`tests.support.identity`; this module adds a client of its own to that issuer,
+``spark-oidc-tests``, the role the namespace's permissions name. The options are written as
 users of the Java client write them: ``authPluginClassName`` the Java class, ``authParams``
 a JSON object with ``issuerUrl``, ``privateKey`` (a key file, or a ``data:`` URL of one),
 ``audience`` and ``scope``.
@@ -17,7 +18,6 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,42 +26,29 @@ from pulsar_spark.client import OAuth2ClientCredentials, PulsarClient, TokenAuth
 from pulsar_spark.protocol.errors import PulsarError
 from tests.support.apache import ApachePulsar
 from tests.support.figures import figure
+from tests.support.identity import AUDIENCE
 from tests.support.oidc import OidcIssuer
 
 OAUTH2 = "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2"
-CLIENT = "spark-jobs"
+#: A client of the secure broker's issuer of this module's own (the broker trusts the issuer
+#: for :data:`AUDIENCE`), and its role.
+CLIENT = "spark-oidc-tests"
 SECRET = "oidc-Secret-never-shown-4711"
-AUDIENCE = "urn:pulsar:test-cluster"
-PROVIDERS = (
-    "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
-    "org.apache.pulsar.broker.authentication.oidc.AuthenticationProviderOpenID"
-)
 
 
 @pytest.fixture(scope="module")
-def oidc() -> Iterator[OidcIssuer]:
-    with OidcIssuer({CLIENT: SECRET}, audience=AUDIENCE) as issuer:
-        yield issuer
+def oidc_pulsar(apache_pulsar_secure: ApachePulsar) -> ApachePulsar:
+    identity = apache_pulsar_secure.identity
+    assert identity is not None
+    identity.oidc.clients[CLIENT] = SECRET
+    apache_pulsar_secure.admin.grant_permission("public/default", CLIENT, ["produce", "consume"])
+    return apache_pulsar_secure
 
 
 @pytest.fixture(scope="module")
-def oidc_pulsar(
-    oidc: OidcIssuer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ApachePulsar]:
-    settings = {
-        "authenticationProviders": PROVIDERS,
-        "openIDAllowedTokenIssuers": oidc.url,
-        "openIDAllowedAudiences": AUDIENCE,
-        # The test issuer speaks plain HTTP on loopback; a real one is https.
-        "openIDRequireIssuersUseHttps": "false",
-        # A token signed with a key the broker's JWKS cache does not know makes it fetch
-        # the JWKS again at most this often (default 300 s): at once here, so a rotation
-        # needs no wait.
-        "openIDKeyIdCacheMissRefreshSeconds": "0",
-    }
-    root = tmp_path_factory.mktemp("apache_oidc")
-    with ApachePulsar(root, variant="secure", name="apache_oidc", settings=settings) as broker:
-        yield broker
+def oidc(oidc_pulsar: ApachePulsar) -> OidcIssuer:
+    assert oidc_pulsar.identity is not None
+    return oidc_pulsar.identity.oidc
 
 
 def _key_file(directory: Path, secret: str = SECRET) -> Path:
@@ -152,7 +139,7 @@ def test_spark_writes_reads_and_streams_with_tokens_the_broker_checked(
         spark.read.format("pulsar").options(**wrong).load().count()
     text = str(info.value)
     assert re.search(
-        r"token endpoint \S+/token refused the credentials of client 'spark-jobs'", text
+        rf"token endpoint \S+/token refused the credentials of client '{CLIENT}'", text
     ), text[:2000]
     _no_secret(text)
     figure(record_property, "oauth2_oidc", **{f"tokens_fetched_{k.replace(' ', '_')}": v
@@ -204,7 +191,7 @@ def test_bad_oauth2_credentials_fail_clearly_without_the_secret(
     text = f"{info.value!r} {info.value}"
     _no_secret(text)
     expected = {
-        "wrong secret": r"credentials of client .spark-jobs. \(HTTP 401 .*invalid_client",
+        "wrong secret": rf"credentials of client .{CLIENT}. \(HTTP 401 .*invalid_client",
         "wrong audience": r"(?i)authenticat",
         "expired token": r"(?i)authenticat",
         "unreachable issuer": r"127\.0\.0\.1:9",

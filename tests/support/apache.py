@@ -9,8 +9,9 @@ ZooKeeper and one bookie in one JVM) from the distribution of
 ``plain``
     ``pulsar://127.0.0.1:PORT``, admin on ``http://127.0.0.1:PORT``.
 ``secure``
-    TLS, and token, mTLS and basic authentication (an ``htpasswd`` file of one user) with
-    authorization (:mod:`tests.support.apache_tls`):
+    TLS, and token, mTLS and basic authentication (an ``htpasswd`` file of one user),
+    OAuth2 tokens of an OpenID Connect issuer and Kerberos (SASL) of a realm of its own
+    (:mod:`tests.support.identity`), with authorization (:mod:`tests.support.apache_tls`):
     ``service_url`` is ``pulsar+ssl://localhost:PORT``; the plain ports stay open (tokens
     still required) for the broker's own internal client. Auth data is checked again
     every second (``authenticationRefreshCheckSeconds=1``), so a short-lived token makes
@@ -75,6 +76,7 @@ from .apache_dist import (
     render_config,
 )
 from .apache_tls import SecureSettings, generate_secure_settings, make_token
+from .identity import OPENID_PROVIDER, SASL_PROVIDER, IdentityProviders
 from .net import free_port, handshake
 from .process import BrokerProcess, BrokerStartError
 
@@ -281,6 +283,10 @@ class ApachePulsar(BrokerProcess):
         self.secure: SecureSettings | None = (
             generate_secure_settings(self.root / "tls") if variant == "secure" else None
         )
+        #: The secure variant's OpenID Connect issuer and Kerberos realm.
+        self.identity: IdentityProviders | None = (
+            IdentityProviders(self.root / "identity") if variant == "secure" else None
+        )
         #: The HS256 key the line variant's broker checks tokens with (None otherwise).
         self.token_secret: bytes | None = None
         if variant == "line":
@@ -397,7 +403,8 @@ class ApachePulsar(BrokerProcess):
                 "authenticationProviders": (
                     "org.apache.pulsar.broker.authentication.AuthenticationProviderToken,"
                     "org.apache.pulsar.broker.authentication.AuthenticationProviderTls,"
-                    "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic"
+                    "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic,"
+                    f"{OPENID_PROVIDER},{SASL_PROVIDER}"
                 ),
                 "tokenSecretKey": Path(sec.secret_key_file).as_uri(),
                 "basicAuthConf": Path(sec.htpasswd_file).as_uri(),
@@ -411,6 +418,8 @@ class ApachePulsar(BrokerProcess):
                 ),
                 "brokerClientAuthenticationParameters": f"token:{sec.superuser_token}",
             })  # fmt: skip
+        if self.identity is not None:
+            s.update(self.identity.broker_settings())
         s.update(self.extra_settings)
         return s
 
@@ -441,6 +450,8 @@ class ApachePulsar(BrokerProcess):
 
     def _before_start(self) -> None:
         self.home = line_home(self.line)
+        if self.identity is not None:
+            self.identity.start()
 
     def _command(self, first: bool) -> list[str]:
         exe, _ = java()
@@ -451,6 +462,7 @@ class ApachePulsar(BrokerProcess):
             *JVM_MEMORY,
             *JVM_FLAGS,
             *self.extra_jvm_flags,
+            *(self.identity.jvm_flags() if self.identity is not None else ()),
             f"-Dlog4j.configurationFile={CONFIG_DIR / 'log4j2.yaml'}",
             "-cp", str(self.home / "lib" / "*"),
             "org.apache.pulsar.PulsarStandaloneStarter",
@@ -514,7 +526,9 @@ class ApachePulsar(BrokerProcess):
             if sec is not None:
                 # The client role may produce and consume in public/default.
                 admin.grant_permission("public/default", sec.client_role, ["produce", "consume"])
-                for role in (sec.tls_client_role, sec.basic_user):
+                roles = [sec.tls_client_role, sec.basic_user]
+                roles += self.identity.roles if self.identity is not None else []
+                for role in roles:
                     admin.grant_permission("public/default", role, ["produce", "consume"])
         except Exception:
             return False
@@ -526,6 +540,8 @@ class ApachePulsar(BrokerProcess):
 
     def _cleanup(self) -> None:
         shutil.rmtree(self.data_dir, ignore_errors=True)
+        if self.identity is not None:
+            self.identity.stop()
 
 
 #: The kinds the ``broker`` fixture runs a test on, in order.

@@ -328,6 +328,14 @@ SECONDS: dict[str, int] = {
     "tests/client/test_null_partition_key.py::test_null_key_value_keys_reach_the_"
     "broker_flagged_and_java_reads_them_null[True]": 8,
     "tests/spark/test_read.py::test_partitioned_topic_and_a_list_of_topics[apache]": 8,
+    "tests/spark/test_oauth2_oidc.py::test_streams_outlive_three_token_expiries_answering_"
+    "each_challenge_in_place": 110,
+    "tests/spark/test_kerberos.py::test_a_ticket_expired_mid_stream_is_obtained_again_"
+    "from_the_keytab": 55,
+    "tests/spark/test_oauth2_oidc.py::test_spark_writes_reads_and_streams_with_tokens_"
+    "the_broker_checked": 30,
+    "tests/spark/test_kerberos.py::test_spark_writes_reads_and_streams_as_a_kerberos_"
+    "principal[keytab]": 15,
 }
 
 #: Files whose tests run in one worker, with the seconds all of them take (0: the sum of
@@ -344,9 +352,6 @@ TOGETHER: dict[str, int] = {
     "tests/client/test_encryption_interop.py": 0,
     "tests/client/test_keystores.py": 0,
     "tests/test_packaging.py": 0,
-    # Its own broker checking tokens from its own OpenID Connect issuer.
-    "tests/spark/test_oauth2_oidc.py": 210,
-    "tests/spark/test_kerberos.py": 90,
 }
 #: Session brokers run by one worker only: every test that uses one is in the same share
 #: (a broker per worker would cost a start, ~10 s of CPU, and its idle load for the run).
