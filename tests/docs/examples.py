@@ -23,7 +23,12 @@ The examples are written as a user runs them, against ``pulsar://localhost:6650`
 (:data:`PLACEHOLDERS`). Certificates are at ``/etc/pulsar/tls/{ca,client,client-key}.pem``
 and a token in ``/etc/pulsar/token.txt`` or the environment's ``PULSAR_TOKEN``, the password
 of the basic user ``spark-jobs`` in ``PULSAR_PASSWORD``: the secure broker's files, its
-``client`` role's token and that user's password take their place. Each page runs in a fresh
+``client`` role's token and that user's password take their place. OAuth2 examples name the
+issuer ``https://auth.example.com``, the credentials ``/etc/pulsar/oauth2/credentials.json``
+and the audience ``urn:pulsar:cluster-1``; Kerberos ones the principal ``spark@EXAMPLE.COM``,
+its keytab ``/etc/security/keytabs/spark.keytab``, ``/etc/krb5.conf`` and the JAAS file
+``/etc/pulsar/jaas.conf``: the secure broker's issuer and realm
+(:mod:`tests.support.identity`) take their place. Each page runs in a fresh
 working directory. Spark resolves a relative path against the directory its JVM started in,
 which no page can move, so the relative paths of examples start with one of
 :data:`RELATIVE_ROOTS` (``"checkpoints/orders"``, ``"lake/orders"``), which the test roots in
@@ -73,6 +78,13 @@ PLACEHOLDERS = {
     "/etc/pulsar/tls/client.pem": "client_cert",
     "/etc/pulsar/tls/client-key.pem": "client_key",
     "/etc/pulsar/token.txt": "token_file",
+    "https://auth.example.com": "issuer_url",
+    "/etc/pulsar/oauth2/credentials.json": "oauth2_credentials",
+    "urn:pulsar:cluster-1": "audience",
+    "spark@EXAMPLE.COM": "principal",
+    "/etc/security/keytabs/spark.keytab": "keytab",
+    "/etc/krb5.conf": "krb5_conf",
+    "/etc/pulsar/jaas.conf": "jaas_file",
 }
 
 #: The first folders of the relative paths examples write (checkpoints, tables, files).

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.docs.examples import PLACEHOLDERS, RELATIVE_ROOTS, Block, Page, pages, parse_page
+from tests.support.identity import AUDIENCE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -56,6 +57,17 @@ def _values(request: pytest.FixtureRequest, kind: str, workdir: Path) -> dict[st
             "token_file": str(token_file),
             "token": sec.token,
             "password": sec.basic_password,
+        })  # fmt: skip
+    identity = broker.identity
+    if identity is not None:
+        values.update({
+            "issuer_url": identity.oidc.url,
+            "oauth2_credentials": str(identity.credentials_file),
+            "audience": AUDIENCE,
+            "principal": identity.principal,
+            "keytab": str(identity.keytab),
+            "krb5_conf": str(identity.kdc.krb5_conf),
+            "jaas_file": str(identity.jaas_file),
         })  # fmt: skip
     return values
 
