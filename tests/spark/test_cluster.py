@@ -92,6 +92,7 @@ def _driver(job: dict) -> None:
     from pulsar_spark import PulsarDataSource
     from pulsar_spark.client import PulsarClient
     from tests.support.spark import TEST_JVM_OPTIONS
+    from tests.support.spark_cluster import executor_of
 
     started = time.perf_counter()
     spark = (
@@ -148,7 +149,7 @@ def _driver(job: dict) -> None:
             yield (os.getppid(), TaskContext.get().partitionId())
 
         pids = read.select("value").rdd.mapPartitions(worker_pid).collect()
-        result["read_pids"] = sorted({_executor_of(pid) for pid, _ in pids})
+        result["read_pids"] = sorted({executor_of(pid) for pid, _ in pids})
 
         seconds["read"] = time.perf_counter() - started - sum(seconds.values())
         # A stream, restarted from its checkpoint.
@@ -194,20 +195,6 @@ def _driver(job: dict) -> None:
     finally:
         spark.stop()
     (out / "result.json").write_text(json.dumps(result))
-
-
-def _executor_of(pid: int) -> int:
-    """The executor JVM above a Python worker (pyspark's daemon forks the workers)."""
-    for _ in range(4):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return pid
-        if b"CoarseGrainedExecutorBackend" in cmdline:
-            return pid
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-    return pid
 
 
 def _parquet_rows(spark, path: Path) -> int:  # type: ignore[no-untyped-def]

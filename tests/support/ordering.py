@@ -336,6 +336,8 @@ SECONDS: dict[str, int] = {
     "the_broker_checked": 30,
     "tests/spark/test_kerberos.py::test_spark_writes_reads_and_streams_as_a_kerberos_"
     "principal[keytab]": 15,
+    "tests/spark/test_cluster_auth.py::test_the_driver_and_each_executor_authenticate_"
+    "on_their_own": 60,
 }
 
 #: Files whose tests run in one worker, with the seconds all of them take (0: the sum of

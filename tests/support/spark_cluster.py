@@ -11,6 +11,8 @@ Daemons run in process groups of their own (killed as groups on exit: executors 
 Python workers with them), log to files in the cluster's directory, bind every port on
 loopback (the master's REST server off, web UIs on ephemeral ports), and the cluster is
 ready once the master has registered both workers.
+
+:func:`executor_of` tells which executor JVM a Python worker process belongs to.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from .net import free_port
 
-__all__ = ["HOSTS", "StandaloneCluster"]
+__all__ = ["HOSTS", "StandaloneCluster", "executor_of"]
 
 #: The workers' hosts: two names the scheduler tells apart, both on this machine.
 HOSTS = ("127.0.0.1", "127.0.0.2")
@@ -117,3 +119,18 @@ class StandaloneCluster:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def executor_of(pid: int) -> int:
+    """The executor JVM above a Python worker (pyspark's daemon forks the workers); the
+    pid itself when none is found."""
+    for _ in range(4):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return pid
+        if b"CoarseGrainedExecutorBackend" in cmdline:
+            return pid
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return pid
