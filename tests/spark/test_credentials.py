@@ -23,6 +23,7 @@ from pulsar_spark.spark.connect import authentication, open_client
 from pulsar_spark.spark.errors import PulsarOptionError
 from pulsar_spark.spark.options.parse import parse_options
 from tests.support.apache_tls import make_token
+from tests.support.identity import AUDIENCE, CLIENT
 from tests.support.spark_faults import Driver, figure
 
 JAVA_TOKEN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
@@ -129,6 +130,11 @@ BAD_PARAMS = {
         "oauth2",
         json.dumps({"issuerUrl": "https://h", "privateKey": INLINE_KEY[:-8] + "!"}),
     ),
+    "sasl, a misspelled parameter holding a password": (
+        "sasl",
+        json.dumps({"principal": "p@R", "password": SECRET}),
+    ),
+    "sasl, JSON cut short": ("sasl", '{"principal": "p@R", "keyTab": "' + SECRET + '"'),
     "oauth2 inline key without client_id": (
         "oauth2",
         json.dumps({"issuerUrl": "https://h", "privateKey": _data_url({"client_secret": SECRET})}),
@@ -235,6 +241,34 @@ def test_tokens_are_in_no_plan_progress_or_ui(
         assert all(shown.values()), form
         places += len(shown)
     figure(record_property, "credentials_in_plans", forms=len(TOKEN_FORMS), places=places)
+
+
+def test_oauth2_secrets_are_in_no_plan_progress_or_ui(
+    spark, apache_pulsar_secure, topic_name, tmp_path, record_property
+) -> None:
+    """The client secret given directly (``clientSecret``) or inside a ``data:`` URL of the
+    key file (``privateKey``), against the secure broker's OpenID Connect issuer."""
+    broker = apache_pulsar_secure
+    identity = broker.identity
+    key = {"client_id": CLIENT, "client_secret": identity.client_secret}
+    inline = _data_url(key)
+    forms = {
+        "clientSecret": {"clientId": CLIENT, "clientSecret": identity.client_secret},
+        "data: URL": {"privateKey": inline},
+    }
+    places = 0
+    for n, (form, params) in enumerate(sorted(forms.items())):
+        auth = {
+            "authPluginClassName": "oauth2",
+            "authParams": json.dumps(
+                {"issuerUrl": identity.oidc.url, "audience": AUDIENCE, **params}
+            ),
+        }
+        shown = _shown_everywhere(spark, broker, f"{topic_name}-{n}", auth, tmp_path / f"c{n}")
+        for hidden in (identity.client_secret, inline.split(",")[1][:40]):
+            assert _leaks(shown, hidden) == [], form
+        places += len(shown)
+    figure(record_property, "oauth2_secrets_in_plans", forms=len(forms), places=places)
 
 
 def test_basic_authentication_writes_reads_and_streams_and_shows_no_password(
