@@ -323,11 +323,12 @@ class SaslAuthentication(Authentication):
             login = kerberos_login(jaas_file, jaas_section)
             principal = principal or login.principal
             keytab = keytab or login.keytab
-            ticket_cache = ticket_cache or login.ticket_cache
+            if keytab is None:  # with a keytab, a JAAS ticketCache is not written to
+                ticket_cache = ticket_cache or login.ticket_cache
         if not server_type or "/" in server_type or "@" in server_type:
             msg = f"SASL serverType {server_type!r} must be a service name such as broker"
             raise ClientError(msg)
-        self.credentials = KerberosCredentials(principal, keytab, ticket_cache)
+        self.credentials = _shared_credentials(principal, keytab, ticket_cache)
         self.server_type = server_type.lower()
 
     def exchange(self, host: str) -> AuthExchange:
@@ -345,7 +346,26 @@ def _use_krb5_conf(path: str) -> None:
             f"already uses (KRB5_CONFIG={current}): Kerberos reads one per process"
         )
         raise ClientError(msg)
-    os.environ["KRB5_CONFIG"] = path
+    if current != path:
+        os.environ["KRB5_CONFIG"] = path
+
+
+#: One credentials object per login in a process: each holds tickets (a ``MEMORY:`` cache
+#: for a keytab, which lives as long as the process) and logs in to the KDC once, however
+#: many clients the process makes with the same options.
+_CREDENTIALS: dict[tuple[str | None, str | None, str | None], KerberosCredentials] = {}
+_CREDENTIALS_LOCK = threading.Lock()
+
+
+def _shared_credentials(
+    principal: str | None, keytab: str | None, ticket_cache: str | None
+) -> KerberosCredentials:
+    key = (principal, keytab, ticket_cache)
+    with _CREDENTIALS_LOCK:
+        found = _CREDENTIALS.get(key)
+        if found is None:
+            found = _CREDENTIALS[key] = KerberosCredentials(principal, keytab, ticket_cache)
+        return found
 
 
 class _SaslExchange(AuthExchange):
@@ -356,17 +376,23 @@ class _SaslExchange(AuthExchange):
         self._sasl = auth
         self._host = host
         self._client: SaslGssapiClient | None = None
+        self._lock = threading.Lock()  # a SASL client is used by one thread at a time
 
     def first(self) -> bytes:
+        with self._lock:
+            return self._start()
+
+    def _start(self) -> bytes:
         if self._client is not None:
             self._client.close()
         self._client = SaslGssapiClient(self._sasl.credentials, self._sasl.server_type, self._host)
         return self._client.initial_response()
 
     def answer(self, challenge: bytes) -> bytes:
-        if challenge == REFRESH_CHALLENGE or self._client is None or self._client.complete:
-            return self.first()
-        return self._client.evaluate_challenge(challenge)
+        with self._lock:
+            if challenge == REFRESH_CHALLENGE or self._client is None or self._client.complete:
+                return self._start()
+            return self._client.evaluate_challenge(challenge)
 
 
 def _read_key_file(path: str) -> dict[str, Any]:

@@ -587,6 +587,8 @@ class KerberosCredentials:
         self._held: list[_Handle] = []
         self._closed = False
         self._finalizer = weakref.finalize(self, KerberosCredentials._release_all, self._held)
+        # Not at interpreter exit: a daemon thread may still be inside a GSS call.
+        self._finalizer.atexit = False
 
     def __repr__(self) -> str:
         return f"KerberosCredentials({self.describe()})"
@@ -814,6 +816,7 @@ class SaslGssapiClient:
         self._finalizer = weakref.finalize(
             self, SaslGssapiClient._free, self._context, self._target
         )
+        self._finalizer.atexit = False  # as for KerberosCredentials
 
     @property
     def service_principal(self) -> str:

@@ -333,3 +333,16 @@ def test_the_client_refuses_a_rotated_keytab_without_retrying(realm, krb_pulsar,
     with pytest.raises(KerberosError) as info, _client(krb_pulsar, realm.auth(ROTATED)) as client:
         client.get_partitions(topic_name)
     assert str(realm.keytabs[ROTATED]) in str(info.value)
+
+
+def test_clients_of_one_login_share_its_tickets(realm, krb_pulsar, topic_name) -> None:
+    """Each client a task makes builds its provider anew; the tickets (and the KDC login)
+    are the process's, one per principal and keytab."""
+    first, second = realm.auth(), realm.auth()
+    assert first.credentials is second.credentials
+    assert realm.auth(SHORT).credentials is not first.credentials
+    before = len(realm.as_requests(JOBS))
+    for auth in (first, second):
+        with _client(krb_pulsar, auth) as client:
+            client.get_partitions(topic_name)
+    assert len(realm.as_requests(JOBS)) - before <= 1
