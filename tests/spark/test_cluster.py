@@ -86,39 +86,19 @@ def _id_order(message_id: str) -> tuple[int, ...]:
 
 def _driver(job: dict) -> None:
     from pyspark import TaskContext
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from pulsar_spark import PulsarDataSource
     from pulsar_spark.client import PulsarClient
-    from tests.support.spark import TEST_JVM_OPTIONS
-    from tests.support.spark_cluster import executor_of
+    from tests.support.spark_cluster import executor_of, local_cluster_session
 
     started = time.perf_counter()
-    spark = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .appName("pulsar-spark-cluster-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
-        .config("spark.executor.extraJavaOptions", TEST_JVM_OPTIONS)
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-        .getOrCreate()
+    spark, executors = local_cluster_session(
+        "pulsar-spark-cluster-test", **{"spark.sql.shuffle.partitions": "2"}
     )
-    spark.sparkContext.setLogLevel("WARN")
-    spark.dataSource.register(PulsarDataSource)
     out, url = Path(job["out"]), job["url"]
     result: dict = {}
     try:
-        status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
-        deadline = time.time() + 120
-        while status.size() < 3 and time.time() < deadline:  # the driver and two executors
-            time.sleep(0.5)
-            status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
-        result["executors"] = status.size() - 1
+        result["executors"] = executors
         seconds = result["seconds"] = {"start": time.perf_counter() - started}
 
         # A batch write, from 4 Spark partitions.

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -64,9 +63,7 @@ def _job_options(broker: ApachePulsar) -> dict[str, dict[str, str]]:
 def _tickets(broker: ApachePulsar) -> int:
     """Ticket-granting tickets the realm issued the Kerberos client principal so far."""
     assert broker.identity is not None
-    principal = re.escape(broker.identity.principal)
-    log = broker.identity.kdc.log.read_text()
-    return len(re.findall(rf"AS_REQ .*ISSUE: .*\b{principal} for krbtgt/", log))
+    return len(broker.identity.kdc.tgts_issued(broker.identity.principal))
 
 
 def test_the_driver_and_each_executor_authenticate_on_their_own(
@@ -129,36 +126,15 @@ def test_the_driver_and_each_executor_authenticate_on_their_own(
 
 def _driver(job: dict) -> None:
     from pyspark import TaskContext
-    from pyspark.sql import SparkSession
 
-    from pulsar_spark import PulsarDataSource
-    from tests.support.spark import TEST_JVM_OPTIONS
-    from tests.support.spark_cluster import executor_of
+    from tests.support.spark_cluster import executor_of, local_cluster_session
 
     started = time.perf_counter()
-    spark = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .appName("pulsar-spark-cluster-auth-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
-        .config("spark.executor.extraJavaOptions", TEST_JVM_OPTIONS)
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("WARN")
-    spark.dataSource.register(PulsarDataSource)
+    spark, executors = local_cluster_session("pulsar-spark-cluster-auth-test")
     out = Path(job["out"])
     result: dict = {"methods": {}}
     try:
-        status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
-        deadline = time.time() + 120
-        while status.size() < 3 and time.time() < deadline:  # the driver and two executors
-            time.sleep(0.5)
-            status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
-        result["executors"] = status.size() - 1
+        result["executors"] = executors
         for method, options in job["options"].items():
             topic = f"{job['topic']}-{method}"
             rows = [(f"{method}-{i:04d}",) for i in range(ROWS)]

@@ -71,12 +71,7 @@ class Realm:
 
     def as_requests(self, name: str) -> list[int]:
         """The ``authtime`` of every ticket-granting ticket the KDC issued ``name``."""
-        pattern = re.compile(
-            r"AS_REQ .*ISSUE: authtime (\d+), .*\b"
-            + re.escape(self.principal(name))
-            + r" for krbtgt/"
-        )
-        return [int(m.group(1)) for m in pattern.finditer(self.kdc.log.read_text())]
+        return self.kdc.tgts_issued(name)
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +104,19 @@ def _client(broker: ApachePulsar, auth: SaslAuthentication | TokenAuthentication
     )
 
 
+def _sasl_options(broker: ApachePulsar, params: dict[str, str], topic: str) -> dict[str, str]:
+    """Spark options of a read or write on the secure broker with Kerberos ``params``."""
+    return {
+        "service.url": broker.service_url,
+        "pulsar.client.tlsTrustCertsFilePath": broker.secure.ca_cert,
+        "pulsar.client.authPluginClassName": SASL,
+        "pulsar.client.authParams": json.dumps(params),
+        "topic": topic,
+    }
+
+
 def _values(client: PulsarClient, topic: str) -> list[bytes]:
     return [v for b in client.read_batches(topic) for v in b.column("value").to_pylist()]
-
-
-def _log_since(broker: ApachePulsar, offset: int) -> str:
-    with broker.log_path.open("rb") as log:
-        log.seek(offset)
-        return log.read().decode("utf-8", "replace")
 
 
 def test_the_client_writes_and_reads_as_a_kerberos_principal(realm, krb_pulsar, topic_name):
@@ -127,7 +127,7 @@ def test_the_client_writes_and_reads_as_a_kerberos_principal(realm, krb_pulsar, 
                 producer.send(f"m-{i}".encode())
         assert _values(client, topic_name) == [f"m-{i}".encode() for i in range(20)]
     # The broker's view: the role is the principal, the method SASL.
-    log = _log_since(krb_pulsar, logged)
+    log = krb_pulsar.log_text(logged)
     assert f"connected with role={JOBS}@{realm.kdc.realm} using authMethod=sasl" in log
     # Read back by another identity (a token) too: the data is on the broker.
     with _client(krb_pulsar, TokenAuthentication(krb_pulsar.secure.superuser_token)) as client:
@@ -147,13 +147,7 @@ def test_spark_writes_reads_and_streams_as_a_kerberos_principal(
             "serverType": "broker",
             "krb5Conf": str(realm.kdc.krb5_conf),
         }
-    options = {
-        "service.url": krb_pulsar.service_url,
-        "pulsar.client.tlsTrustCertsFilePath": krb_pulsar.secure.ca_cert,
-        "pulsar.client.authPluginClassName": SASL,
-        "pulsar.client.authParams": json.dumps(params),
-        "topic": topic_name,
-    }
+    options = _sasl_options(krb_pulsar, params, topic_name)
     rows = spark.createDataFrame([(f"v{i}",) for i in range(50)], "value string")
     rows.write.format("pulsar").options(**options).mode("append").save()
     df = spark.read.format("pulsar").options(**options).load()
@@ -266,7 +260,7 @@ def test_a_ticket_expired_mid_stream_is_obtained_again_from_the_keytab(
             query.stop()
     renewed = [t for t in realm.as_requests(SHORT)[before:] if t >= int(dropped_at)]
     assert renewed, "no ticket was obtained from the keytab after the old ones expired"
-    log = _log_since(krb_pulsar, logged)
+    log = krb_pulsar.log_text(logged)
     reconnected = log.count(f"connected with role={SHORT}@{realm.kdc.realm} using authMethod=sasl")
     assert reconnected > 0, "no connection authenticated after the drop"
     figure(
@@ -299,13 +293,7 @@ def test_bad_kerberos_credentials_fail_clearly(spark, realm, krb_pulsar, topic_n
         params["keyTab"] = str(realm.keytabs[SHORT])
     else:
         params = {"jaasConfFile": str(realm.jaas), "saslJaasClientSectionName": "Missing"}
-    options = {
-        "service.url": krb_pulsar.service_url,
-        "pulsar.client.tlsTrustCertsFilePath": krb_pulsar.secure.ca_cert,
-        "pulsar.client.authPluginClassName": SASL,
-        "pulsar.client.authParams": json.dumps(params),
-        "topic": topic_name,
-    }
+    options = _sasl_options(krb_pulsar, params, topic_name)
     t0 = time.monotonic()
     with pytest.raises(Exception) as info:
         spark.read.format("pulsar").options(**options).load().count()

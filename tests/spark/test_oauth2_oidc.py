@@ -201,15 +201,9 @@ def test_bad_oauth2_credentials_fail_clearly_without_the_secret(
     why = {"wrong audience": r"Claim 'aud'", "expired token": r"(?i)expired"}.get(case)
     if why is not None:
         deadline = time.monotonic() + 10
-        while not re.search(why, _log_since(oidc_pulsar, logged)):
-            assert time.monotonic() < deadline, _log_since(oidc_pulsar, logged)[-3000:]
+        while not re.search(why, oidc_pulsar.log_text(logged)):
+            assert time.monotonic() < deadline, oidc_pulsar.log_text(logged)[-3000:]
             time.sleep(0.1)
-
-
-def _log_since(broker: ApachePulsar, offset: int) -> str:
-    with broker.log_path.open("rb") as log:
-        log.seek(offset)
-        return log.read().decode("utf-8", "replace")
 
 
 # -- tokens that expire under running streams ----------------------------------------------
@@ -317,7 +311,7 @@ def test_streams_outlive_three_token_expiries_answering_each_challenge_in_place(
         while True:
             for query in queries:
                 assert query.exception() is None, query.exception()
-            per_connection = _refreshes(_log_since(oidc_pulsar, logged))
+            per_connection = _refreshes(oidc_pulsar.log_text(logged))
             best = {k: max(per_connection.get(r, {"": 0}).values()) for k, r in roles.items()}
             if min(best.values()) >= EXPIRIES:
                 break
@@ -355,7 +349,7 @@ def test_streams_outlive_three_token_expiries_answering_each_challenge_in_place(
         for query in queries:
             query.stop()
     seconds = time.monotonic() - t0
-    log = _log_since(oidc_pulsar, logged)
+    log = oidc_pulsar.log_text(logged)
     closes = [line for line in log.splitlines() if _AUTH_CLOSE.search(line)]
     assert not closes, "the broker closed connections over credentials:\n" + "\n".join(closes[:20])
     per_connection = _refreshes(log)

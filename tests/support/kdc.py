@@ -551,6 +551,16 @@ class Kdc:
         TGT; a ticket lives min(client, service, krbtgt, realm ``max_life``)."""
         self._kadmin(f'modprinc -maxlife "{int(seconds)} seconds" {name}')
 
+    def tgts_issued(self, name: str) -> list[int]:
+        """The ``authtime`` (UNIX seconds) of every ticket-granting ticket this KDC issued
+        ``name``, from its log (one per login from a keytab or password)."""
+        pattern = re.compile(
+            r"AS_REQ .*ISSUE: authtime (\d+), .*\b"
+            + re.escape(self.principal(name))
+            + r" for krbtgt/"
+        )
+        return [int(m.group(1)) for m in pattern.finditer(self.log.read_text())]
+
     def krbtgt(self) -> str:
         """The realm's ticket-granting principal, ``krbtgt/PULSAR.TEST@PULSAR.TEST``."""
         return f"krbtgt/{self.realm}@{self.realm}"

@@ -12,7 +12,8 @@ Python workers with them), log to files in the cluster's directory, bind every p
 loopback (the master's REST server off, web UIs on ephemeral ports), and the cluster is
 ready once the master has registered both workers.
 
-:func:`executor_of` tells which executor JVM a Python worker process belongs to.
+:func:`local_cluster_session` starts the ``local-cluster[2,1,1024]`` session of a driver
+subprocess, and :func:`executor_of` tells which executor JVM a Python worker belongs to.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .net import free_port
 
-__all__ = ["HOSTS", "StandaloneCluster", "executor_of"]
+__all__ = ["HOSTS", "StandaloneCluster", "executor_of", "local_cluster_session"]
 
 #: The workers' hosts: two names the scheduler tells apart, both on this machine.
 HOSTS = ("127.0.0.1", "127.0.0.2")
@@ -134,3 +136,37 @@ def executor_of(pid: int) -> int:
         stat = Path(f"/proc/{pid}/stat").read_text()
         pid = int(stat.rsplit(")", 1)[1].split()[1])
     return pid
+
+
+def local_cluster_session(app_name: str, **config: str) -> tuple[Any, int]:
+    """A ``local-cluster[2,1,1024]`` SparkSession (two executor JVMs, each with Python
+    workers of ``sys.executable`` and this ``PYTHONPATH``) with the pulsar format registered,
+    and the executors registered within 120 s. ``config``: more settings."""
+    from pyspark.sql import SparkSession
+
+    from pulsar_spark import PulsarDataSource
+
+    from .spark import TEST_JVM_OPTIONS
+
+    builder = (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
+        .config("spark.executor.extraJavaOptions", TEST_JVM_OPTIONS)
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+    )
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    spark.dataSource.register(PulsarDataSource)
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
+    deadline = time.time() + 120
+    while status.size() < 3 and time.time() < deadline:  # the driver and two executors
+        time.sleep(0.5)
+        status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
+    return spark, status.size() - 1
